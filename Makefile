@@ -1,0 +1,24 @@
+# The two commands a newcomer needs: `make run` and `make test`. Both set up what they use.
+UV_VERSION := 0.13.9
+UV := .uv/bin/uv
+PY := .venv/bin/python
+
+.PHONY: setup run test lint
+
+$(UV):
+	python3 -m venv .uv
+	.uv/bin/pip install --quiet uv==$(UV_VERSION)
+
+# Installs exactly what uv.lock pins, dev tools included.
+setup: $(UV)
+	$(UV) sync --locked --quiet
+
+run: setup
+	$(PY) -m hermes_site.dev
+
+test: setup
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+lint: setup
+	.venv/bin/ruff check .
+	.venv/bin/ruff format --check .

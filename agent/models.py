@@ -1,0 +1,126 @@
+"""Hermes's persistent state: sessions, turns, messages and the tool-call ledger.
+
+Messages store the exact Anthropic content blocks the API saw, so a session's history can be
+replayed verbatim on the next turn. The ledger (`Activity`) keeps every tool call in full, under
+the turn id that is also the correlation id shown to the operator.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.db import models
+
+
+class AgentSession(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    title = models.CharField(max_length=200, blank=True)
+    # The operator who started it, `agent:hermes` for proactive sessions, `peer:<name>` for peers.
+    actor = models.CharField(max_length=150)
+    # Where the session was opened: cli, api, ui, mcp, a2a. Informational only.
+    origin = models.CharField(max_length=20, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_active_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "agent_sessions"
+        verbose_name = "session"
+        ordering = ["-last_active_at"]
+        indexes = [models.Index(fields=["-last_active_at"], name="agent_sess_last_active_idx")]
+
+    def __str__(self) -> str:
+        return self.title or str(self.id)
+
+
+class Turn(models.Model):
+    class Status(models.TextChoices):
+        RUNNING = "running"
+        DONE = "done"
+        ERROR = "error"
+        CANCELLED = "cancelled"
+        # The process died while the turn was running (found at the next start-up).
+        INTERRUPTED = "interrupted"
+
+    # The turn id is the correlation id: every tool call of the turn is logged under it.
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    session = models.ForeignKey(AgentSession, on_delete=models.CASCADE, related_name="turns")
+    actor = models.CharField(max_length=150)
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.RUNNING)
+    stop_reason = models.CharField(max_length=40, blank=True)
+    error = models.TextField(blank=True)
+    model = models.CharField(max_length=100, blank=True)
+    # {"input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"}
+    usage = models.JSONField(default=dict)
+    iterations = models.PositiveIntegerField(default=0)
+    started_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "agent_turns"
+        ordering = ["started_at"]
+        indexes = [
+            models.Index(fields=["session", "started_at"], name="agent_turn_session_idx"),
+            models.Index(fields=["status"], name="agent_turn_status_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"turn {self.id}"
+
+    @property
+    def correlation_id(self) -> uuid.UUID:
+        return self.id
+
+
+class Message(models.Model):
+    class Role(models.TextChoices):
+        USER = "user"
+        ASSISTANT = "assistant"
+
+    session = models.ForeignKey(AgentSession, on_delete=models.CASCADE, related_name="messages")
+    turn = models.ForeignKey(Turn, on_delete=models.CASCADE, related_name="messages", null=True, blank=True)
+    role = models.CharField(max_length=10, choices=Role.choices)
+    # A list of Anthropic content blocks (text, tool_use, tool_result, image), replayed verbatim.
+    content = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "agent_messages"
+        ordering = ["id"]
+        indexes = [models.Index(fields=["session", "id"], name="agent_msg_session_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.role} message {self.pk}"
+
+
+class Activity(models.Model):
+    """One tool call, in full: the ledger the operator audits by correlation id."""
+
+    correlation_id = models.UUIDField()
+    session = models.ForeignKey(
+        AgentSession, on_delete=models.SET_NULL, related_name="activity", null=True, blank=True
+    )
+    actor = models.CharField(max_length=150)
+    # The tool_use block's id, which joins a ledger row to the conversation.
+    tool_use_id = models.CharField(max_length=100, blank=True)
+    server = models.CharField(max_length=100)
+    tool = models.CharField(max_length=200)
+    arguments = models.JSONField(default=dict)
+    # The complete result as the tool returned it (never truncated).
+    result = models.JSONField(default=dict)
+    is_error = models.BooleanField(default=False)
+    duration_ms = models.PositiveIntegerField(default=0)
+    started_at = models.DateTimeField()
+
+    class Meta:
+        db_table = "agent_activity"
+        verbose_name = "tool call"
+        verbose_name_plural = "activity (tool-call ledger)"
+        ordering = ["-started_at", "-id"]
+        indexes = [
+            models.Index(fields=["correlation_id"], name="agent_act_corr_idx"),
+            models.Index(fields=["-started_at"], name="agent_act_started_idx"),
+            models.Index(fields=["tool"], name="agent_act_tool_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.server}/{self.tool} @ {self.started_at:%Y-%m-%d %H:%M:%S}"
