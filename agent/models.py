@@ -53,6 +53,8 @@ class Turn(models.Model):
     usage = models.JSONField(default=dict)
     iterations = models.PositiveIntegerField(default=0)
     started_at = models.DateTimeField(auto_now_add=True)
+    # Touched while the turn runs; a running turn whose heartbeat stopped belongs to a dead process.
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -96,9 +98,7 @@ class Activity(models.Model):
     """One tool call, in full: the ledger the operator audits by correlation id."""
 
     correlation_id = models.UUIDField()
-    session = models.ForeignKey(
-        AgentSession, on_delete=models.SET_NULL, related_name="activity", null=True, blank=True
-    )
+    session = models.ForeignKey(AgentSession, on_delete=models.SET_NULL, related_name="activity", null=True, blank=True)
     actor = models.CharField(max_length=150)
     # The tool_use block's id, which joins a ledger row to the conversation.
     tool_use_id = models.CharField(max_length=100, blank=True)

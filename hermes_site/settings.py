@@ -178,6 +178,9 @@ HERMES_TURN_TOKEN_BUDGET = env_int("HERMES_TURN_TOKEN_BUDGET", 400_000, minimum=
 HERMES_TURN_TIMEOUT = env_float("HERMES_TURN_TIMEOUT", 600.0, minimum=1.0)
 HERMES_TOOL_RESULT_MAX_CHARS = env_int("HERMES_TOOL_RESULT_MAX_CHARS", 20_000, minimum=200)
 HERMES_LLM_TIMEOUT = env_float("HERMES_LLM_TIMEOUT", 120.0, minimum=1.0)
+HERMES_MAX_MESSAGE_CHARS = env_int("HERMES_MAX_MESSAGE_CHARS", 32_000, minimum=1)
+# A running turn whose heartbeat is older than this belongs to a process that died.
+HERMES_TURN_STALE_SECONDS = env_float("HERMES_TURN_STALE_SECONDS", 90.0, minimum=1.0)
 
 # --- Hermes: tools (MCP) ---------------------------------------------------------------------------
 

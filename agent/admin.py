@@ -1,0 +1,209 @@
+"""Read-only review of conversations and the tool-call ledger.
+
+The admin is for audit, not editing: history is what the model saw and the ledger is evidence, so
+nothing here can add, change or delete rows. Content blocks render as readable text and tool
+calls, never as raw JSON dumps; all of it goes through `format_html`, since model output and tool
+results are untrusted.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+from django.contrib import admin
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.urls import reverse
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString
+
+from agent.models import Activity, AgentSession, Message, Turn
+
+PREVIEW_CHARS = 2000
+
+
+def _pretty(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
+
+
+def _clip(text: str, limit: int = PREVIEW_CHARS) -> str:
+    return text if len(text) <= limit else text[:limit] + f"\n… ({len(text) - limit:,} more characters)"
+
+
+def _result_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for block in content:
+            if block.get("type") == "text":
+                parts.append(block.get("text", ""))
+            else:
+                parts.append(f"[{block.get('type', 'block')}]")
+        return "\n".join(parts)
+    return _pretty(content)
+
+
+def content_render(blocks: list[dict[str, Any]]) -> SafeString:
+    """Anthropic content blocks as readable HTML: text, tool calls and tool results."""
+    rows = []
+    for block in blocks if isinstance(blocks, list) else []:
+        kind = block.get("type")
+        if kind == "text":
+            rows.append(format_html('<div class="hermes-text">{}</div>', block.get("text", "")))
+        elif kind == "tool_use":
+            rows.append(
+                format_html(
+                    '<div class="hermes-tool"><strong>calls {}</strong> <small>({})</small><pre>{}</pre></div>',
+                    block.get("name", ""),
+                    block.get("id", ""),
+                    _pretty(block.get("input", {})),
+                )
+            )
+        elif kind == "tool_result":
+            rows.append(
+                format_html(
+                    '<div class="hermes-result"><strong>{}</strong> <small>({})</small><pre>{}</pre></div>',
+                    "error result" if block.get("is_error") else "result",
+                    block.get("tool_use_id", ""),
+                    _clip(_result_text(block.get("content", ""))),
+                )
+            )
+        else:
+            rows.append(format_html("<div>[{} block]</div>", kind or "unknown"))
+    return format_html_join(
+        "", '<div style="white-space: pre-wrap; margin-bottom: .5em">{}</div>', ((row,) for row in rows)
+    )
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class ReadOnlyInline(admin.TabularInline):
+    extra = 0
+    can_delete = False
+    show_change_link = False
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class TurnInline(ReadOnlyInline):
+    model = Turn
+    fields = ["correlation", "status", "stop_reason", "iterations", "tokens", "started_at", "finished_at"]
+    readonly_fields = fields
+
+    @admin.display(description="correlation id")
+    def correlation(self, turn: Turn) -> SafeString:
+        url = reverse("admin:agent_activity_changelist") + f"?correlation_id={turn.pk}"
+        return format_html('<a href="{}">{}</a>', url, turn.pk)
+
+    @admin.display(description="tokens (in / out / cache read)")
+    def tokens(self, turn: Turn) -> str:
+        usage = turn.usage or {}
+        return (
+            f"{usage.get('input_tokens', 0)} / {usage.get('output_tokens', 0)} / "
+            f"{usage.get('cache_read_input_tokens', 0)}"
+        )
+
+
+class MessageInline(ReadOnlyInline):
+    model = Message
+    fields = ["created_at", "role", "rendered"]
+    readonly_fields = fields
+    ordering = ["id"]
+
+    @admin.display(description="content")
+    def rendered(self, message: Message) -> SafeString:
+        return content_render(message.content)
+
+
+@admin.register(AgentSession)
+class AgentSessionAdmin(ReadOnlyAdmin):
+    list_display = ["title", "actor", "origin", "created_at", "last_active_at"]
+    list_filter = ["origin", "turns__status"]
+    search_fields = ["title", "actor"]
+    readonly_fields = ["id", "title", "actor", "origin", "created_at", "last_active_at"]
+    inlines = [TurnInline, MessageInline]
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[AgentSession], search_term: str
+    ) -> tuple[QuerySet[AgentSession], bool]:
+        term = _uuid_or_none(search_term)
+        if term is not None:
+            by_id = queryset.filter(pk=term) | queryset.filter(turns__id=term)
+            return by_id.distinct(), True
+        return super().get_search_results(request, queryset, search_term)
+
+
+@admin.register(Activity)
+class ActivityAdmin(ReadOnlyAdmin):
+    list_display = ["started_at", "server", "tool", "is_error", "duration_ms", "actor", "correlation_id"]
+    list_filter = ["is_error", "server", "tool", "actor"]
+    search_fields = ["tool", "server", "actor"]
+    date_hierarchy = "started_at"
+    fields = [
+        "correlation_id",
+        "session_link",
+        "actor",
+        "server",
+        "tool",
+        "tool_use_id",
+        "is_error",
+        "duration_ms",
+        "started_at",
+        "arguments_pretty",
+        "result_pretty",
+    ]
+    readonly_fields = fields
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[Activity], search_term: str
+    ) -> tuple[QuerySet[Activity], bool]:
+        term = _uuid_or_none(search_term)
+        if term is not None:
+            return queryset.filter(correlation_id=term) | queryset.filter(session_id=term), False
+        return super().get_search_results(request, queryset, search_term)
+
+    def lookup_allowed(self, lookup: str, value: str, request: HttpRequest | None = None) -> bool:
+        return lookup == "correlation_id" or super().lookup_allowed(lookup, value, request)
+
+    @admin.display(description="session")
+    def session_link(self, activity: Activity) -> SafeString | str:
+        if not activity.session_id:
+            return "—"
+        url = reverse("admin:agent_agentsession_change", args=[activity.session_id])
+        return format_html('<a href="{}">{}</a>', url, activity.session_id)
+
+    @admin.display(description="arguments")
+    def arguments_pretty(self, activity: Activity) -> SafeString:
+        return format_html("<pre>{}</pre>", _pretty(activity.arguments))
+
+    @admin.display(description="result (complete)")
+    def result_pretty(self, activity: Activity) -> SafeString:
+        result = activity.result or {}
+        text = _result_text(result.get("content")) if "content" in result else _pretty(result)
+        return format_html('<pre style="white-space: pre-wrap">{}</pre>', text)
+
+
+def _uuid_or_none(raw: str) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(raw.strip())
+    except (ValueError, AttributeError):
+        return None

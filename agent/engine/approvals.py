@@ -1,0 +1,33 @@
+"""Recognising an execution that Oikos parked for an operator's approval.
+
+The model gets no approve/deny tool, ever; when its `request_execution` comes back "needs
+approval", the engine raises an `approval` event so every transport can put the decision in front
+of a human.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agent.engine.events import Approval
+
+REQUEST_EXECUTION = "request_execution"
+
+
+def approval_from_result(*, tool: str, tool_use_id: str, structured: Any) -> Approval | None:
+    if tool != REQUEST_EXECUTION or not isinstance(structured, dict):
+        return None
+    approval_id = structured.get("approval_id")
+    parked = structured.get("needs_approval") is True or structured.get("status") == "proposed"
+    if not parked or not approval_id:
+        return None
+    return Approval(
+        tool_use_id=tool_use_id,
+        approval_id=str(approval_id),
+        execution_id=str(structured.get("execution_id") or ""),
+        target=str(structured.get("target") or ""),
+        action=str(structured.get("action") or ""),
+        risk_class=str(structured.get("risk_class") or ""),
+        status=str(structured.get("status") or "proposed"),
+        message=str(structured.get("message") or ""),
+    )

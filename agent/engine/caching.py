@@ -1,0 +1,45 @@
+"""Prompt-caching breakpoints for one request.
+
+The API caches the prefix (tools → system → messages) up to each block marked `cache_control` and
+allows at most 4 marks. We spend them as:
+1. the last tool definition (the tool list rarely changes);
+2. the system prompt;
+3. the last block of the newest message, writing the whole conversation so far;
+4. the last block of the user message before the latest assistant reply — the breakpoint the
+   previous request wrote — so each request reads the prefix its predecessor cached.
+Marks go on copies; stored history never carries them.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+EPHEMERAL = {"type": "ephemeral"}
+MAX_BREAKPOINTS = 4
+
+
+def cache_breakpoints_apply(
+    *, tools: list[dict[str, Any]], system: str, messages: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """Return marked copies of (tools, system blocks, messages)."""
+    marked_tools = copy.deepcopy(tools)
+    if marked_tools:
+        marked_tools[-1]["cache_control"] = EPHEMERAL
+    system_blocks = [{"type": "text", "text": system, "cache_control": EPHEMERAL}]
+    marked_messages = copy.deepcopy(messages)
+
+    targets: list[int] = []
+    if marked_messages:
+        targets.append(len(marked_messages) - 1)
+        for index in range(len(marked_messages) - 2, -1, -1):
+            if marked_messages[index]["role"] == "assistant":
+                if index > 0 and marked_messages[index - 1]["role"] == "user":
+                    targets.append(index - 1)
+                break
+    budget = MAX_BREAKPOINTS - (1 if marked_tools else 0) - 1
+    for index in targets[:budget]:
+        content = marked_messages[index]["content"]
+        if content:
+            content[-1]["cache_control"] = EPHEMERAL
+    return marked_tools, system_blocks, marked_messages

@@ -1,0 +1,93 @@
+"""The typed events a turn emits. Every transport (SSE, websocket, `manage.py ask`) renders these.
+
+Events are plain frozen dataclasses with a `type` tag and a JSON-able `to_dict()`, so they travel
+through the channel layer and onto the wire unchanged.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+EventType = Literal["text", "tool_use", "tool_result", "approval", "done", "error"]
+
+
+@dataclass(frozen=True)
+class Event:
+    type: ClassVar[EventType]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type, **dataclasses.asdict(self)}
+
+
+@dataclass(frozen=True)
+class TextDelta(Event):
+    type: ClassVar[EventType] = "text"
+    text: str
+    # Index of the assistant text block this delta belongs to, counted across the whole turn, so
+    # a renderer knows when one block ends and the next begins.
+    block: int = 0
+
+
+@dataclass(frozen=True)
+class ToolUse(Event):
+    type: ClassVar[EventType] = "tool_use"
+    id: str
+    name: str
+    server: str
+    tool: str
+    input: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolResult(Event):
+    type: ClassVar[EventType] = "tool_result"
+    tool_use_id: str
+    name: str
+    is_error: bool
+    # A bounded preview for display; the ledger has the full result.
+    content: str
+    duration_ms: int
+    truncated: bool = False
+
+
+@dataclass(frozen=True)
+class Approval(Event):
+    type: ClassVar[EventType] = "approval"
+    tool_use_id: str
+    approval_id: str
+    execution_id: str
+    target: str
+    action: str
+    risk_class: str
+    status: str
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class Done(Event):
+    type: ClassVar[EventType] = "done"
+    session_id: str
+    turn_id: str
+    stop_reason: str
+    iterations: int
+    usage: dict[str, int] = field(default_factory=dict)
+    status: str = "done"
+
+
+@dataclass(frozen=True)
+class Error(Event):
+    type: ClassVar[EventType] = "error"
+    code: str
+    message: str
+
+
+def event_from_dict(data: dict[str, Any]) -> Event:
+    """Rebuild an event sent through JSON (channel layer, subprocess output)."""
+    kind = data.get("type")
+    for cls in (TextDelta, ToolUse, ToolResult, Approval, Done, Error):
+        if cls.type == kind:
+            fields = {f.name for f in dataclasses.fields(cls)}
+            return cls(**{k: v for k, v in data.items() if k in fields})
+    raise ValueError(f"unknown event type {kind!r}")

@@ -1,0 +1,384 @@
+"""The turn loop: stream the model, run the tools it asks for, repeat until it answers.
+
+Hand-written on `client.messages.stream` rather than the SDK's tool runner: we need every event as
+it happens, conversation state that lives in our database, and requests that any compatible
+server accepts. The loop knows nothing about transports; it reports through `emit`.
+
+Rules it keeps (DESIGN §4): budgets with a forced final answer, parallel tools with results in
+order, bounded tool output, cache breakpoints, crash-safe persistence, no approvals by the model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import anthropic
+import httpx2
+from channels.db import database_sync_to_async
+from django.utils import timezone
+
+from agent import services
+from agent.engine.approvals import approval_from_result
+from agent.engine.budgets import Budgets
+from agent.engine.caching import cache_breakpoints_apply
+from agent.engine.events import Done, Error, Event, TextDelta, ToolResult, ToolUse
+from agent.engine.history import content_strip_cache_control, messages_for_api, synthetic_tool_results
+from agent.engine.truncation import tool_result_bound
+from agent.llm import llm_error_describe
+from agent.models import Turn
+from agent.tools.hub import ToolHub, ToolOutcome
+
+Block = dict[str, Any]
+Emit = Callable[[Event], None]
+
+PREVIEW_CHARS = 4000
+HEARTBEAT_SECONDS = 20.0
+# Time the forced final answer may still take once the wall-clock budget is spent.
+FINAL_ANSWER_GRACE = 60.0
+
+USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+
+STOP_NOTES = {
+    "max_iterations": "the limit of {n} tool rounds for one question",
+    "token_budget": "this question's token budget",
+    "timeout": "this question's time limit",
+}
+
+
+class ModelCallFailed(Exception):
+    """The model call failed; the partial text it streamed (if any) is attached."""
+
+    def __init__(self, message: str, partial: list[Block]) -> None:
+        super().__init__(message)
+        self.partial = partial
+
+
+@dataclass
+class TurnState:
+    session_id: uuid.UUID
+    turn_id: uuid.UUID
+    actor: str
+    messages: list[tuple[str, list[Block]]]
+    iterations: int = 0
+    usage: dict[str, int] = field(default_factory=lambda: dict.fromkeys(USAGE_KEYS, 0))
+    text_blocks: int = 0
+
+    def tokens_used(self) -> int:
+        return sum(self.usage.values())
+
+
+class TurnLoop:
+    def __init__(
+        self,
+        *,
+        state: TurnState,
+        hub: ToolHub,
+        client: anthropic.AsyncAnthropic,
+        model: str,
+        system: str,
+        budgets: Budgets,
+        emit: Emit,
+    ) -> None:
+        self.state = state
+        self.hub = hub
+        self.client = client
+        self.model = model
+        self.system = system
+        self.budgets = budgets
+        self.emit = emit
+        self.deadline = time.monotonic() + budgets.timeout
+        self.tools: list[Block] = []
+        self._last_stop_reason = "end_turn"
+        # The model stream in flight: what it said so far is kept if the turn is cancelled.
+        self._stream: Any = None
+
+    async def run(self) -> None:
+        """Run the turn to its end, emitting events; always finishes with `done`.
+
+        A cancelled turn keeps its partial text, answers in-flight tool calls with synthetic
+        errors, is marked `cancelled`, and swallows the cancellation after reporting it.
+        """
+        heartbeat = asyncio.create_task(self._heartbeat())
+        try:
+            stop_reason = await self._loop()
+        except asyncio.CancelledError:
+            await self._cancelled()
+            return
+        except ModelCallFailed as failure:
+            await self._keep_partial(failure.partial)
+            await self._finish(Turn.Status.ERROR, "llm_error", error=str(failure), code="llm_error")
+            return
+        except Exception as exc:  # a bug must end the turn visibly, not leave it running
+            await self._finish(Turn.Status.ERROR, "error", error=f"{exc.__class__.__name__}: {exc}", code="error")
+            raise
+        finally:
+            heartbeat.cancel()
+        await self._finish(Turn.Status.DONE, stop_reason)
+
+    async def _loop(self) -> str:
+        specs = await self.hub.list_tools()
+        self.tools = [spec.to_anthropic() for spec in specs]
+        while True:
+            capped = self._budget_exhausted()
+            if capped:
+                return await self._final_answer(capped)
+            message = await self._model_call(final=False)
+            tool_uses = [block for block in message if block["type"] == "tool_use"]
+            if not tool_uses:
+                return self._last_stop_reason
+            results = await self._tools_run(tool_uses)
+            await self._append("user", results)
+
+    # --- budgets ---------------------------------------------------------------------------------
+
+    def _budget_exhausted(self) -> str:
+        if self.state.iterations >= self.budgets.max_iterations:
+            return "max_iterations"
+        if self.state.tokens_used() >= self.budgets.turn_tokens:
+            return "token_budget"
+        if time.monotonic() >= self.deadline:
+            return "timeout"
+        return ""
+
+    async def _final_answer(self, reason: str) -> str:
+        """Ask once more, with tools disabled, for the best answer the model can give now."""
+        note = STOP_NOTES[reason].format(n=self.budgets.max_iterations)
+        nudge = {
+            "type": "text",
+            "text": f"[Hermes: {note} is reached. Do not call any more tools. Answer now with what "
+            "you found so far, and say what is left unchecked.]",
+        }
+        role, content = self.state.messages[-1]
+        if role == "user":
+            self.state.messages[-1] = (role, [*content, nudge])
+            await self._store("user", [nudge])
+        else:
+            await self._append("user", [nudge])
+        self.deadline = max(self.deadline, time.monotonic() + FINAL_ANSWER_GRACE)
+        await self._model_call(final=True)
+        return reason
+
+    # --- the model -------------------------------------------------------------------------------
+
+    async def _model_call(self, *, final: bool) -> list[Block]:
+        """Stream one model response, emitting text and tool calls; store and return its blocks."""
+        tools, system, messages = cache_breakpoints_apply(
+            tools=self.tools, system=self.system, messages=messages_for_api(self.state.messages)
+        )
+        params: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": self.budgets.max_tokens,
+            "system": system,
+            "messages": messages,
+        }
+        if tools:
+            params["tools"] = tools
+            if final:
+                # The history holds tool blocks, so the tools must stay defined; `none` forbids use.
+                params["tool_choice"] = {"type": "none"}
+        timeout = max(self.deadline - time.monotonic(), 1.0)
+        self.state.iterations += 1
+        try:
+            async with self.client.messages.stream(**params, timeout=timeout) as stream:
+                self._stream = stream
+                async for event in stream:
+                    self._on_stream_event(event, final=final)
+                message = await stream.get_final_message()
+        except asyncio.CancelledError:
+            raise
+        except (anthropic.APIError, httpx2.HTTPError, ValueError) as exc:
+            raise ModelCallFailed(llm_error_describe(exc), self._partial_text()) from exc
+        if message.stop_reason is None:
+            raise ModelCallFailed(
+                "The model's response stream ended before the message was complete.", self._partial_text()
+            )
+
+        self._usage_add(message.usage)
+        self._last_stop_reason = message.stop_reason
+        content = content_strip_cache_control(message.to_param()["content"])
+        if final or message.stop_reason == "max_tokens":
+            # No tools may run now: keep only what was said (a cut-off tool call is unusable).
+            content = [block for block in content if block["type"] == "text" and block["text"]]
+            if not content and final:
+                content = [self._fallback_text()]
+        self._stream = None
+        if content:
+            await self._append("assistant", content)
+        await database_sync_to_async(services.turn_progress)(
+            turn_id=self.state.turn_id, iterations=self.state.iterations, usage=dict(self.state.usage)
+        )
+        return content
+
+    def _on_stream_event(self, event: Any, *, final: bool) -> None:
+        if event.type == "content_block_start" and event.content_block.type == "text":
+            self.state.text_blocks += 1
+        elif event.type == "text" and event.text:
+            self.emit(TextDelta(text=event.text, block=self.state.text_blocks - 1))
+        elif event.type == "content_block_stop" and event.content_block.type == "tool_use" and not final:
+            block = event.content_block
+            spec = self.hub.spec(block.name)
+            self.emit(
+                ToolUse(
+                    id=block.id,
+                    name=block.name,
+                    server=spec.server if spec else "",
+                    tool=spec.tool if spec else block.name,
+                    input=dict(block.input) if isinstance(block.input, dict) else {},
+                )
+            )
+
+    def _fallback_text(self) -> Block:
+        text = "[Hermes stopped this turn before the model produced an answer.]"
+        self.emit(TextDelta(text=text, block=self.state.text_blocks))
+        self.state.text_blocks += 1
+        return {"type": "text", "text": text}
+
+    def _usage_add(self, usage: Any) -> None:
+        for key in USAGE_KEYS:
+            self.state.usage[key] += int(getattr(usage, key, 0) or 0)
+
+    # --- tools -----------------------------------------------------------------------------------
+
+    async def _tools_run(self, tool_uses: list[Block]) -> list[Block]:
+        """Run every tool call of one response concurrently; results come back in call order."""
+        tasks = [asyncio.create_task(self._tool_run(block)) for block in tool_uses]
+        remaining = max(self.deadline - time.monotonic(), 0.0)
+        try:
+            await asyncio.wait(tasks, timeout=remaining)
+        except asyncio.CancelledError:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
+        results: list[Block] = []
+        for block, task in zip(tool_uses, tasks, strict=True):
+            if task.done() and not task.cancelled() and task.exception() is None:
+                results.append(task.result())
+                continue
+            task.cancel()
+            results.extend(
+                synthetic_tool_results([block["id"]], "Not run to completion: the turn's time limit was reached.")
+            )
+        await asyncio.gather(*tasks, return_exceptions=True)
+        return results
+
+    async def _tool_run(self, block: Block) -> Block:
+        spec = self.hub.spec(block["name"])
+        started_at = timezone.now()
+        arguments = block["input"] if isinstance(block["input"], dict) else {}
+        try:
+            outcome = await self.hub.call(block["name"], arguments)
+        except asyncio.CancelledError:
+            outcome = ToolOutcome(
+                content=[{"type": "text", "text": "Cancelled before the tool answered."}],
+                is_error=True,
+                record={"error": "cancelled"},
+                structured=None,
+                duration_ms=int((timezone.now() - started_at).total_seconds() * 1000),
+            )
+            await self._ledger(block, spec, arguments, outcome, started_at)
+            raise
+        bounded = tool_result_bound(outcome.content, limit=self.budgets.tool_result_chars)
+        await self._ledger(block, spec, arguments, outcome, started_at)
+        preview = "".join(b["text"] for b in bounded.content if b.get("type") == "text")
+        self.emit(
+            ToolResult(
+                tool_use_id=block["id"],
+                name=block["name"],
+                is_error=outcome.is_error,
+                content=preview[:PREVIEW_CHARS],
+                duration_ms=outcome.duration_ms,
+                truncated=bounded.truncated or len(preview) > PREVIEW_CHARS,
+            )
+        )
+        if spec and not outcome.is_error:
+            approval = approval_from_result(tool=spec.tool, tool_use_id=block["id"], structured=outcome.structured)
+            if approval:
+                self.emit(approval)
+        result: Block = {"type": "tool_result", "tool_use_id": block["id"], "content": bounded.content}
+        if outcome.is_error:
+            result["is_error"] = True
+        return result
+
+    async def _ledger(
+        self, block: Block, spec: Any, arguments: dict[str, Any], outcome: ToolOutcome, started_at: Any
+    ) -> None:
+        await database_sync_to_async(services.activity_record)(
+            correlation_id=self.state.turn_id,
+            session_id=self.state.session_id,
+            actor=self.state.actor,
+            tool_use_id=block["id"],
+            server=spec.server if spec else "",
+            tool=spec.tool if spec else block["name"],
+            arguments=arguments,
+            result=outcome.record,
+            is_error=outcome.is_error,
+            duration_ms=outcome.duration_ms,
+            started_at=started_at,
+        )
+
+    # --- persistence -----------------------------------------------------------------------------
+
+    async def _append(self, role: str, content: list[Block]) -> None:
+        self.state.messages.append((role, content))
+        await self._store(role, content)
+
+    async def _store(self, role: str, content: list[Block]) -> None:
+        await database_sync_to_async(services.message_append)(
+            session_id=self.state.session_id, turn_id=self.state.turn_id, role=role, content=content
+        )
+
+    async def _keep_partial(self, partial: list[Block]) -> None:
+        if partial:
+            await self._append("assistant", partial)
+
+    def _partial_text(self) -> list[Block]:
+        """The text the model call in flight streamed so far, as blocks worth keeping."""
+        if self._stream is None:
+            return []
+        try:
+            snapshot = self._stream.current_message_snapshot
+        except (AssertionError, RuntimeError):
+            return []
+        return [{"type": "text", "text": b.text} for b in snapshot.content if b.type == "text" and b.text]
+
+    async def _cancelled(self) -> None:
+        await self._keep_partial(self._partial_text())
+        role, content = self.state.messages[-1]
+        if role == "assistant":
+            unanswered = [block["id"] for block in content if block.get("type") == "tool_use"]
+            if unanswered:
+                await self._append("user", synthetic_tool_results(unanswered, "Cancelled by the operator."))
+        await self._finish(Turn.Status.CANCELLED, "cancelled", error="Cancelled by the operator.", code="cancelled")
+
+    async def _finish(self, status: str, stop_reason: str, *, error: str = "", code: str = "") -> None:
+        await database_sync_to_async(services.turn_finish)(
+            turn_id=self.state.turn_id,
+            status=status,
+            stop_reason=stop_reason,
+            iterations=self.state.iterations,
+            usage=dict(self.state.usage),
+            error=error,
+        )
+        if code:
+            self.emit(Error(code=code, message=error))
+        self.emit(
+            Done(
+                session_id=str(self.state.session_id),
+                turn_id=str(self.state.turn_id),
+                stop_reason=stop_reason,
+                iterations=self.state.iterations,
+                usage=dict(self.state.usage),
+                status=status,
+            )
+        )
+
+    async def _heartbeat(self) -> None:
+        while True:
+            await asyncio.sleep(HEARTBEAT_SECONDS)
+            await database_sync_to_async(services.turn_heartbeat)(turn_id=self.state.turn_id)

@@ -1,0 +1,41 @@
+"""The system prompt: the persona file plus a short operating brief."""
+
+from __future__ import annotations
+
+import datetime
+from pathlib import Path
+
+from django.conf import settings
+
+_BRIEF = """\
+## Operating brief
+- Today is {today}. You are talking with {actor}.
+- Oikos models the homelab as entities with slugs such as `host:pve1`, `lxc:jellyfin` and
+  `service:caddy`, joined by relationships (runs_on, depends_on, fronted_by). Health is
+  healthy, degraded or down.
+- Tools named `mcp__<server>__<tool>` come from MCP servers; `oikos` is the control plane.
+- Mutations go only through `request_execution`. Its risk classes: `reversible_low` runs at once;
+  `config_mutation` and `destructive` wait for an operator's approval in the control room.
+- Tool results longer than the limit are cut with a marker; narrow the query to see more.
+"""
+
+
+class PersonaFileError(Exception):
+    pass
+
+
+def persona_load(path: str | None = None) -> str:
+    """The persona text from `HERMES_SOUL_PATH` (the bundled SOUL.md by default)."""
+    soul_path = Path(path or settings.HERMES_SOUL_PATH)
+    try:
+        text = soul_path.read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise PersonaFileError(f"cannot read the persona file {soul_path} (HERMES_SOUL_PATH): {exc}") from exc
+    if not text:
+        raise PersonaFileError(f"the persona file {soul_path} (HERMES_SOUL_PATH) is empty")
+    return text
+
+
+def system_prompt_build(*, actor: str, today: datetime.date | None = None) -> str:
+    day = today or datetime.date.today()
+    return persona_load() + "\n\n" + _BRIEF.format(today=day.isoformat(), actor=actor)

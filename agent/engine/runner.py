@@ -1,0 +1,145 @@
+"""Starting a turn and following its events.
+
+`turn_start` checks what can be checked before anything is stored (the model is configured, the
+session exists, the question is sane), stores the question, and runs the loop in a task of its
+own. Transports read events from the returned `TurnHandle`; a reader that goes away (a closed
+browser tab, a dropped `curl`) never stops or corrupts the turn — only `cancel()` does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+from channels.db import database_sync_to_async
+from django.conf import settings
+
+from agent import services
+from agent.engine.budgets import Budgets
+from agent.engine.events import Done, Event
+from agent.engine.loop import TurnLoop, TurnState
+from agent.engine.prompt import PersonaFileError, system_prompt_build
+from agent.llm import NOT_CONFIGURED_MESSAGE, LLMNotConfigured, llm_client
+from agent.tools.hub import ToolHub, tool_hub
+
+
+class TurnRejected(Exception):
+    """The turn could not start; nothing was stored. `code` is stable for clients."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+# Strong references: the event loop keeps only weak ones to tasks.
+_running: set[asyncio.Task[None]] = set()
+
+
+@dataclass
+class TurnHandle:
+    session_id: uuid.UUID
+    turn_id: uuid.UUID
+    session_created: bool
+    task: asyncio.Task[None] | None = None
+    # Every event so far, so a late subscriber can replay the turn before following it live.
+    log: list[Event] = field(default_factory=list)
+    _subscribers: list[asyncio.Queue[Event]] = field(default_factory=list)
+
+    def publish(self, event: Event) -> None:
+        self.log.append(event)
+        for queue in list(self._subscribers):
+            queue.put_nowait(event)
+
+    async def events(self) -> AsyncIterator[Event]:
+        """All events of the turn from its start, then live ones, until `done`."""
+        queue: asyncio.Queue[Event] = asyncio.Queue()
+        for event in self.log:
+            queue.put_nowait(event)
+        self._subscribers.append(queue)
+        try:
+            while True:
+                event = await queue.get()
+                yield event
+                if isinstance(event, Done):
+                    return
+        finally:
+            self._subscribers.remove(queue)
+
+    def cancel(self) -> None:
+        if self.task and not self.task.done():
+            self.task.cancel()
+
+    async def wait(self) -> None:
+        if self.task:
+            await asyncio.shield(self.task)
+
+
+def _question_check(text: str) -> str:
+    question = text.strip() if isinstance(text, str) else ""
+    if not question:
+        raise TurnRejected("invalid_message", "The message is empty.")
+    limit = settings.HERMES_MAX_MESSAGE_CHARS
+    if len(question) > limit:
+        raise TurnRejected(
+            "message_too_large", f"The message has {len(question):,} characters; the limit is {limit:,}."
+        )
+    return question
+
+
+async def turn_start(
+    *,
+    text: str,
+    actor: str,
+    origin: str,
+    session_id: uuid.UUID | None = None,
+    hub: ToolHub | None = None,
+    budgets: Budgets | None = None,
+) -> TurnHandle:
+    """Validate, store the question, and start the turn in its own task.
+
+    Raises `TurnRejected` (codes `llm_not_configured`, `invalid_message`, `message_too_large`,
+    `session_not_found`, `persona_missing`) before anything is written.
+    """
+    question = _question_check(text)
+    try:
+        client = llm_client()
+    except LLMNotConfigured:
+        raise TurnRejected("llm_not_configured", NOT_CONFIGURED_MESSAGE) from None
+    try:
+        system = system_prompt_build(actor=actor)
+    except PersonaFileError as exc:
+        raise TurnRejected("persona_missing", str(exc)) from None
+    hub = hub or tool_hub()
+    try:
+        begun = await database_sync_to_async(services.turn_begin)(
+            session_id=session_id,
+            actor=actor,
+            origin=origin,
+            text=question,
+            model=settings.HERMES_MODEL,
+            stale_after=settings.HERMES_TURN_STALE_SECONDS,
+        )
+    except services.SessionNotFound:
+        raise TurnRejected("session_not_found", f"There is no session with id {session_id}.") from None
+
+    handle = TurnHandle(session_id=begun.session_id, turn_id=begun.turn_id, session_created=begun.session_created)
+    loop = TurnLoop(
+        state=TurnState(session_id=begun.session_id, turn_id=begun.turn_id, actor=actor, messages=list(begun.history)),
+        hub=hub,
+        client=client,
+        model=settings.HERMES_MODEL,
+        system=system,
+        budgets=budgets or Budgets.from_settings(),
+        emit=handle.publish,
+    )
+    # A fresh context: the turn must not inherit the request's context (and its cancellation
+    # scope) from whichever transport started it.
+    task = asyncio.get_running_loop().create_task(loop.run(), context=contextvars.Context())
+    _running.add(task)
+    task.add_done_callback(_running.discard)
+    handle.task = task
+    return handle

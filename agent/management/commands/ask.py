@@ -1,0 +1,158 @@
+"""`manage.py ask "question"`: one turn from the terminal.
+
+The answer streams to stdout and each tool call gets one line on stderr, so `ask ... > answer.md`
+keeps just the answer. `--json` prints the event stream as JSON lines instead, for scripts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import uuid
+from typing import Any, TextIO
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from agent.engine.events import Approval, Done, Error, Event, TextDelta, ToolResult, ToolUse
+from agent.engine.runner import TurnRejected, turn_start
+from agent.tools.config import MCPConfigError
+from agent.tools.hub import tool_hub
+
+EXIT_ERROR = 1
+EXIT_REJECTED = 2
+EXIT_INTERRUPTED = 130
+
+
+class Command(BaseCommand):
+    help = "Ask Hermes a question; the answer streams to stdout, tool calls to stderr."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("question", help="what to ask, in plain language")
+        parser.add_argument("--session", help="continue this session (its id is printed after every answer)")
+        parser.add_argument("--json", action="store_true", help="print the event stream as JSON lines")
+        parser.add_argument("--actor", default="operator:cli", help="who is asking (recorded in the ledger)")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        session_id = _session_id_parse(options["session"])
+        printer = JsonPrinter(self.stdout) if options["json"] else TextPrinter(self.stdout, self.stderr)
+        try:
+            code = asyncio.run(_ask(options["question"], session_id, options["actor"], printer))
+        except KeyboardInterrupt:
+            code = EXIT_INTERRUPTED
+        if code:
+            sys.exit(code)
+
+
+def _session_id_parse(raw: str | None) -> uuid.UUID | None:
+    if raw is None:
+        return None
+    try:
+        return uuid.UUID(raw)
+    except ValueError:
+        raise CommandError(f"--session must be a session id (a UUID), not {raw!r}", returncode=EXIT_REJECTED) from None
+
+
+async def _ask(question: str, session_id: uuid.UUID | None, actor: str, printer: Printer) -> int:
+    try:
+        hub = tool_hub()
+    except MCPConfigError as exc:
+        raise CommandError(str(exc), returncode=EXIT_REJECTED) from None
+    try:
+        try:
+            handle = await turn_start(text=question, actor=actor, origin="cli", session_id=session_id, hub=hub)
+        except TurnRejected as rejected:
+            printer.rejected(rejected)
+            return EXIT_REJECTED
+        failed = False
+        try:
+            async for event in handle.events():
+                printer.event(event)
+                failed = failed or isinstance(event, Error)
+        except asyncio.CancelledError:
+            # Ctrl-C: stop the turn the way an operator's Stop button does, and keep what it said.
+            handle.cancel()
+            await handle.wait()
+            raise KeyboardInterrupt from None
+        return EXIT_ERROR if failed else 0
+    finally:
+        await hub.aclose()
+
+
+class Printer:
+    def event(self, event: Event) -> None:
+        raise NotImplementedError
+
+    def rejected(self, rejected: TurnRejected) -> None:
+        raise NotImplementedError
+
+
+class JsonPrinter(Printer):
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+
+    def event(self, event: Event) -> None:
+        self.out.write(json.dumps(event.to_dict(), ensure_ascii=False) + "\n")
+        self.out.flush()
+
+    def rejected(self, rejected: TurnRejected) -> None:
+        self.event(Error(code=rejected.code, message=rejected.message))
+
+
+class TextPrinter(Printer):
+    def __init__(self, out: TextIO, err: TextIO) -> None:
+        self.out = out
+        self.err = err
+        self.block = -1
+        self.calls: dict[str, ToolUse] = {}
+
+    def _write(self, stream: TextIO, text: str) -> None:
+        # Django's OutputWrapper adds a newline unless told otherwise.
+        stream.write(text, ending="")  # type: ignore[call-arg]
+        stream.flush()
+
+    def event(self, event: Event) -> None:
+        if isinstance(event, TextDelta):
+            if event.block != self.block:
+                if self.block >= 0:
+                    self._write(self.out, "\n\n")
+                self.block = event.block
+            self._write(self.out, event.text)
+        elif isinstance(event, ToolUse):
+            self.calls[event.id] = event
+        elif isinstance(event, ToolResult):
+            call = self.calls.get(event.tool_use_id)
+            where = f"{call.server}.{call.tool}" if call and call.server else event.name
+            arguments = json.dumps(call.input, ensure_ascii=False) if call else "{}"
+            if len(arguments) > 120:
+                arguments = arguments[:117] + "..."
+            outcome = "error: " + _first_line(event.content) if event.is_error else "ok"
+            self._write(self.err, f"[tool] {where} {arguments} -> {outcome} ({event.duration_ms} ms)\n")
+        elif isinstance(event, Approval):
+            self._write(
+                self.err,
+                f"[approval] {event.action} {event.target} ({event.risk_class}) is waiting for an operator: "
+                f"approval {event.approval_id}, execution {event.execution_id}\n",
+            )
+        elif isinstance(event, Error):
+            self._write(self.out, "\n")
+            self._write(self.err, f"error ({event.code}): {event.message}\n")
+        elif isinstance(event, Done):
+            self._write(self.out, "\n")
+            usage = event.usage
+            self._write(
+                self.err,
+                f"[done] {event.stop_reason} after {event.iterations} model call(s); tokens in "
+                f"{usage.get('input_tokens', 0)}, out {usage.get('output_tokens', 0)}, cache read "
+                f"{usage.get('cache_read_input_tokens', 0)}, cache write "
+                f"{usage.get('cache_creation_input_tokens', 0)}\n"
+                f"session {event.session_id} (continue with --session {event.session_id})\n",
+            )
+
+    def rejected(self, rejected: TurnRejected) -> None:
+        self._write(self.err, f"{rejected.message}\n")
+
+
+def _first_line(text: str) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line[:200]

@@ -1,0 +1,170 @@
+"""Writes to Hermes's own tables. Synchronous and transactional; async code calls them through
+`database_sync_to_async`. Nothing here knows about transports.
+"""
+
+from __future__ import annotations
+
+import datetime
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from agent.engine.history import synthetic_tool_results, tool_uses_unanswered
+from agent.models import Activity, AgentSession, Message, Turn
+
+TITLE_MAX = 80
+
+
+class SessionNotFound(Exception):
+    def __init__(self, session_id: object) -> None:
+        super().__init__(f"no session with id {session_id}")
+        self.session_id = session_id
+
+
+@dataclass(frozen=True)
+class TurnBegun:
+    session_id: uuid.UUID
+    turn_id: uuid.UUID
+    session_created: bool
+    # The stored conversation as (role, blocks), the new question last.
+    history: list[tuple[str, list[dict[str, Any]]]]
+
+
+def session_title_from(text: str) -> str:
+    """A title from the first question: its first line, cut at a word boundary."""
+    line = " ".join(text.strip().split())
+    if len(line) <= TITLE_MAX:
+        return line
+    cut = line[: TITLE_MAX - 1].rsplit(" ", 1)[0] or line[: TITLE_MAX - 1]
+    return cut + "…"
+
+
+def _session_repair(session: AgentSession) -> None:
+    """Answer any tool_use that a crash or cancel left unanswered, so the API accepts the history."""
+    rows = list(session.messages.order_by("id").values_list("role", "content", "turn_id"))
+    unanswered = tool_uses_unanswered([(role, content) for role, content, _turn in rows])
+    if unanswered:
+        Message.objects.create(
+            session=session,
+            turn_id=rows[-1][2] if rows else None,
+            role=Message.Role.USER,
+            content=synthetic_tool_results(unanswered),
+        )
+
+
+def turns_interrupt_stale(*, session_id: uuid.UUID | None = None, older_than: float) -> int:
+    """Mark `running` turns whose heartbeat stopped as `interrupted` (their process died)."""
+    cutoff = timezone.now() - datetime.timedelta(seconds=older_than)
+    running = Turn.objects.filter(status=Turn.Status.RUNNING, heartbeat_at__lt=cutoff)
+    if session_id is not None:
+        running = running.filter(session_id=session_id)
+    return running.update(
+        status=Turn.Status.INTERRUPTED,
+        stop_reason="interrupted",
+        error="The process running this turn stopped before it finished.",
+        finished_at=timezone.now(),
+    )
+
+
+@transaction.atomic
+def turn_begin(
+    *,
+    session_id: uuid.UUID | None,
+    actor: str,
+    origin: str,
+    text: str,
+    model: str,
+    stale_after: float,
+) -> TurnBegun:
+    """Open (or resume) a session and store the user's question before any model call.
+
+    The question is committed first so that nothing the operator typed is lost if the model, a
+    tool or the process fails afterwards.
+    """
+    created = False
+    if session_id is None:
+        session = AgentSession.objects.create(actor=actor, origin=origin, title=session_title_from(text))
+        created = True
+    else:
+        session = AgentSession.objects.select_for_update().filter(pk=session_id).first()
+        if session is None:
+            raise SessionNotFound(session_id)
+        turns_interrupt_stale(session_id=session.pk, older_than=stale_after)
+        _session_repair(session)
+        if not session.title:
+            session.title = session_title_from(text)
+
+    now = timezone.now()
+    turn = Turn.objects.create(session=session, actor=actor, model=model, heartbeat_at=now)
+    Message.objects.create(session=session, turn=turn, role=Message.Role.USER, content=[{"type": "text", "text": text}])
+    session.last_active_at = now
+    session.save(update_fields=["title", "last_active_at"])
+    history = [(role, content) for role, content in session.messages.order_by("id").values_list("role", "content")]
+    return TurnBegun(session_id=session.pk, turn_id=turn.pk, session_created=created, history=history)
+
+
+def message_append(*, session_id: uuid.UUID, turn_id: uuid.UUID, role: str, content: list[dict[str, Any]]) -> None:
+    with transaction.atomic():
+        Message.objects.create(session_id=session_id, turn_id=turn_id, role=role, content=content)
+        now = timezone.now()
+        AgentSession.objects.filter(pk=session_id).update(last_active_at=now)
+        Turn.objects.filter(pk=turn_id).update(heartbeat_at=now)
+
+
+def turn_heartbeat(*, turn_id: uuid.UUID) -> None:
+    Turn.objects.filter(pk=turn_id, status=Turn.Status.RUNNING).update(heartbeat_at=timezone.now())
+
+
+def turn_progress(*, turn_id: uuid.UUID, iterations: int, usage: dict[str, int]) -> None:
+    Turn.objects.filter(pk=turn_id).update(iterations=iterations, usage=usage, heartbeat_at=timezone.now())
+
+
+def turn_finish(
+    *,
+    turn_id: uuid.UUID,
+    status: str,
+    stop_reason: str,
+    iterations: int,
+    usage: dict[str, int],
+    error: str = "",
+) -> None:
+    Turn.objects.filter(pk=turn_id).update(
+        status=status,
+        stop_reason=stop_reason,
+        iterations=iterations,
+        usage=usage,
+        error=error,
+        finished_at=timezone.now(),
+    )
+
+
+def activity_record(
+    *,
+    correlation_id: uuid.UUID,
+    session_id: uuid.UUID | None,
+    actor: str,
+    tool_use_id: str,
+    server: str,
+    tool: str,
+    arguments: dict[str, Any],
+    result: dict[str, Any],
+    is_error: bool,
+    duration_ms: int,
+    started_at: datetime.datetime,
+) -> Activity:
+    return Activity.objects.create(
+        correlation_id=correlation_id,
+        session_id=session_id,
+        actor=actor,
+        tool_use_id=tool_use_id,
+        server=server,
+        tool=tool,
+        arguments=arguments,
+        result=result,
+        is_error=is_error,
+        duration_ms=duration_ms,
+        started_at=started_at,
+    )
