@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
 import time
 from typing import Any
 
@@ -384,6 +387,24 @@ class TestLifecycle:
         assert stop_took < 3
         with pytest.raises(RuntimeError, match="not running"):
             _ = fake.url
+
+    def test_a_subprocess_reaches_it_through_the_environment(self, fake_llm: FakeAnthropic) -> None:
+        fake_llm.enqueue(Reply.text(ANSWER))
+        program = (
+            "import anthropic\n"
+            "client = anthropic.Anthropic()\n"  # key and base URL from the environment only
+            "with client.messages.stream(model='claude-sonnet-5', max_tokens=64,"
+            " messages=[{'role': 'user', 'content': 'hi'}]) as stream:\n"
+            "    print(stream.get_final_text())\n"
+        )
+        env = {**os.environ, **fake_llm.env()}
+        done = subprocess.run(
+            [sys.executable, "-c", program], env=env, capture_output=True, text=True, timeout=60
+        )
+
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() == ANSWER
+        assert fake_llm.requests[0].headers["authorization"] == f"Bearer {fake_llm.api_key}"
 
     def test_each_fake_gets_its_own_port_and_env(self) -> None:
         with FakeAnthropic() as first, FakeAnthropic(api_key="sk-ant-other") as second:
