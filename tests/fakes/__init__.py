@@ -1,0 +1,17 @@
+"""Fakes of the systems Hermes talks to, each a real server on loopback."""
+
+from __future__ import annotations
+
+from tests.fakes.anthropic_api import DEFAULT_API_KEY, DEFAULT_MODELS, FakeAnthropic, RecordedRequest
+from tests.fakes.anthropic_script import ApiError, Reply, text, tool_use
+
+__all__ = [
+    "DEFAULT_API_KEY",
+    "DEFAULT_MODELS",
+    "ApiError",
+    "FakeAnthropic",
+    "RecordedRequest",
+    "Reply",
+    "text",
+    "tool_use",
+]
