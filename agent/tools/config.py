@@ -1,0 +1,273 @@
+"""Which MCP servers Hermes talks to: the `mcpServers` file, or the Oikos server from settings.
+
+The file has the shape Claude Desktop and Claude Code use::
+
+    {"mcpServers": {
+        "oikos": {"type": "http", "url": "${OIKOS_MCP_URL}",
+                  "headers": {"Authorization": "Bearer ${OIKOS_MCP_TOKEN}"},
+                  "timeout": 60, "tools": {"exclude": ["request_execution"]}},
+        "garra": {"command": "garra", "args": ["mcp"], "env": {"GARRA_HOME": "${HOME}/.garra"}}
+    }}
+
+`${VAR}` and `${VAR:-default}` expand in every string value. A variable that is unset and has no
+default is a configuration error naming it: sending the literal `${OIKOS_MCP_TOKEN}` as a token
+would fail far from the cause.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import urlsplit, urlunsplit
+
+from django.conf import settings
+
+Transport = Literal["http", "stdio"]
+
+_TRANSPORT_NAMES: dict[str, Transport] = {
+    "http": "http",
+    "streamable-http": "http",
+    "streamable_http": "http",
+    "streamablehttp": "http",
+    "stdio": "stdio",
+}
+
+_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+# Values shorter than this are not treated as secrets: redacting "1" or "true" from every tool
+# result would mangle output and protect nothing.
+MIN_SECRET_LENGTH = 8
+
+# Authorization schemes whose credential part is worth redacting on its own, since a tool may
+# echo the bare token without the scheme.
+_AUTH_SCHEMES = ("bearer ", "basic ", "token ")
+
+# A variable named like this holds a secret wherever it is used (a `--token` argument, a URL).
+_SECRET_VARIABLE = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|PRIVATE_?KEY|CREDENTIAL", re.IGNORECASE)
+
+
+class MCPConfigError(Exception):
+    """The MCP server configuration cannot be used; the message says where and why."""
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """One MCP server as configured. Header and env values are secrets and stay out of `repr`."""
+
+    name: str
+    transport: Transport
+    timeout: float
+    url: str = ""
+    headers: Mapping[str, str] = field(default_factory=dict, repr=False)
+    command: str = ""
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict, repr=False)
+    cwd: str | None = None
+    include: tuple[str, ...] | None = None
+    exclude: tuple[str, ...] = ()
+    # Values of secret-named variables (`${OIKOS_TOKEN}`), wherever they were expanded.
+    secret_expansions: frozenset[str] = field(default=frozenset(), repr=False)
+
+    @property
+    def target(self) -> str:
+        """Where the server is, for operators and error messages: the URL without credentials or
+        query, or the command without its arguments (either may carry a token)."""
+        if self.transport == "stdio":
+            return self.command
+        parts = urlsplit(self.url)
+        host = parts.netloc.rpartition("@")[2]
+        return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+    def allows(self, tool: str) -> bool:
+        """Whether the include/exclude filters let `tool` through (exact names or fnmatch patterns)."""
+        if self.include is not None and not any(fnmatchcase(tool, pattern) for pattern in self.include):
+            return False
+        return not any(fnmatchcase(tool, pattern) for pattern in self.exclude)
+
+    def secret_values(self) -> frozenset[str]:
+        """Configured values that must never reach the model, the UI, logs or the database."""
+        secrets: set[str] = set(self.secret_expansions)
+        for value in [*self.headers.values(), *self.env.values()]:
+            secrets.add(value)
+            if value.lower().startswith(_AUTH_SCHEMES):
+                secrets.add(value.split(" ", 1)[1].strip())
+        return frozenset(secret for secret in secrets if len(secret) >= MIN_SECRET_LENGTH)
+
+
+def mcp_servers_from_settings() -> list[ServerConfig]:
+    """The servers Django settings describe: `HERMES_MCP_CONFIG`, else `OIKOS_MCP_URL`, else none.
+
+    Raises:
+        MCPConfigError: the file is missing, malformed, or names an unset variable.
+    """
+    timeout = float(settings.HERMES_MCP_TIMEOUT)
+    if settings.HERMES_MCP_CONFIG:
+        return mcp_config_load(Path(settings.HERMES_MCP_CONFIG), default_timeout=timeout)
+    if settings.OIKOS_MCP_URL:
+        headers = {"Authorization": f"Bearer {settings.OIKOS_MCP_TOKEN}"} if settings.OIKOS_MCP_TOKEN else {}
+        return [
+            ServerConfig(
+                name="oikos", transport="http", timeout=timeout, url=settings.OIKOS_MCP_URL, headers=headers
+            )
+        ]
+    return []
+
+
+def mcp_config_load(
+    path: Path, *, default_timeout: float, environ: Mapping[str, str] | None = None
+) -> list[ServerConfig]:
+    """Read an `mcpServers` file. Raises `MCPConfigError` naming the file on any problem."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise MCPConfigError(f"MCP config file {path} does not exist (HERMES_MCP_CONFIG)") from None
+    except OSError as exc:
+        raise MCPConfigError(f"MCP config file {path} cannot be read: {exc}") from None
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise MCPConfigError(f"MCP config file {path} is not valid JSON: {exc}") from None
+    return mcp_config_parse(
+        document, source=str(path), default_timeout=default_timeout, environ=environ or os.environ
+    )
+
+
+def mcp_config_parse(
+    document: Any, *, source: str, default_timeout: float, environ: Mapping[str, str]
+) -> list[ServerConfig]:
+    """Turn a parsed `mcpServers` document into server configs, expanding `${VAR}` from `environ`."""
+    if not isinstance(document, dict) or not isinstance(document.get("mcpServers"), dict):
+        raise MCPConfigError(f'{source}: expected a JSON object with an object under "mcpServers"')
+    servers = []
+    for name, entry in document["mcpServers"].items():
+        where = f"{source}: server {name!r}"
+        if not name:
+            raise MCPConfigError(f"{source}: a server name must not be empty")
+        if not isinstance(entry, dict):
+            raise MCPConfigError(f"{where}: expected an object, got {type(entry).__name__}")
+        if _optional(entry, "disabled", bool, where, default=False):
+            continue
+        servers.append(_server_parse(name, entry, where, default_timeout, environ))
+    return servers
+
+
+def _server_parse(
+    name: str, entry: dict[str, Any], where: str, default_timeout: float, environ: Mapping[str, str]
+) -> ServerConfig:
+    secret_expansions: set[str] = set()
+    entry = {key: _expand(value, key, where, environ, secret_expansions) for key, value in entry.items()}
+    transport = _transport(entry, where)
+    timeout = _optional(entry, "timeout", (int, float), where, default=default_timeout)
+    if isinstance(timeout, bool) or timeout <= 0:
+        raise MCPConfigError(f'{where}: "timeout" must be a positive number of seconds')
+    include, exclude = _filters(entry, where)
+    common: dict[str, Any] = {
+        "name": name,
+        "transport": transport,
+        "timeout": float(timeout),
+        "include": include,
+        "exclude": exclude,
+        "secret_expansions": frozenset(secret_expansions),
+    }
+    if transport == "http":
+        url = _required(entry, "url", where)
+        if not url.startswith(("http://", "https://")):
+            raise MCPConfigError(f'{where}: "url" must be an http:// or https:// URL, got {url!r}')
+        return ServerConfig(**common, url=url, headers=_string_map(entry, "headers", where))
+    args = _optional(entry, "args", list, where, default=[])
+    if not all(isinstance(arg, str) for arg in args):
+        raise MCPConfigError(f'{where}: "args" must be a list of strings')
+    return ServerConfig(
+        **common,
+        command=_required(entry, "command", where),
+        args=tuple(args),
+        env=_string_map(entry, "env", where),
+        cwd=_optional(entry, "cwd", str, where, default=None),
+    )
+
+
+def _transport(entry: dict[str, Any], where: str) -> Transport:
+    kind = _optional(entry, "type", str, where, default=None)
+    if kind is None:
+        if "command" in entry:
+            return "stdio"
+        if "url" in entry:
+            return "http"
+        raise MCPConfigError(f'{where}: needs "command" (stdio) or "type": "http" with "url"')
+    transport = _TRANSPORT_NAMES.get(kind.lower())
+    if transport is None:
+        hint = " (the legacy SSE transport is not supported; use Streamable HTTP)" if kind == "sse" else ""
+        raise MCPConfigError(f'{where}: unknown transport type {kind!r}{hint}; use "http" or "stdio"')
+    return transport
+
+
+def _filters(entry: dict[str, Any], where: str) -> tuple[tuple[str, ...] | None, tuple[str, ...]]:
+    tools = _optional(entry, "tools", dict, where, default={})
+    lists: dict[str, tuple[str, ...] | None] = {}
+    for key in ("include", "exclude"):
+        value = tools.get(key)
+        if value is not None and (not isinstance(value, list) or not all(isinstance(v, str) for v in value)):
+            raise MCPConfigError(f'{where}: "tools.{key}" must be a list of tool names')
+        lists[key] = None if value is None else tuple(value)
+    return lists["include"], lists["exclude"] or ()
+
+
+def _expand(value: Any, path: str, where: str, environ: Mapping[str, str], secrets: set[str]) -> Any:
+    """Expand `${VAR}` / `${VAR:-default}` in every string inside `value` (shell semantics for `:-`).
+
+    `path` names the field being expanded (`headers.Authorization`, `args[2]`) for the error message;
+    values of secret-named variables are added to `secrets`.
+    """
+    if isinstance(value, str):
+
+        def substitute(match: re.Match[str]) -> str:
+            variable, default = match.group(1), match.group(2)
+            current = environ.get(variable)
+            if default is not None and not current:
+                return default
+            if current is None:
+                raise MCPConfigError(
+                    f"{where}, field {path}: environment variable {variable} is not set "
+                    f"(set it, or write ${{{variable}:-default}})"
+                )
+            if _SECRET_VARIABLE.search(variable):
+                secrets.add(current)
+            return current
+
+        return _VARIABLE.sub(substitute, value)
+    if isinstance(value, list):
+        return [
+            _expand(item, f"{path}[{index}]", where, environ, secrets) for index, item in enumerate(value)
+        ]
+    if isinstance(value, dict):
+        return {key: _expand(item, f"{path}.{key}", where, environ, secrets) for key, item in value.items()}
+    return value
+
+
+def _required(entry: dict[str, Any], key: str, where: str) -> str:
+    value = entry.get(key)
+    if not isinstance(value, str) or not value:
+        raise MCPConfigError(f'{where}: "{key}" is required and must be a non-empty string')
+    return value
+
+
+def _optional(entry: dict[str, Any], key: str, kind: Any, where: str, *, default: Any) -> Any:
+    value = entry.get(key)
+    if value is None:
+        return default
+    if not isinstance(value, kind):
+        raise MCPConfigError(f'{where}: "{key}" has the wrong type ({type(value).__name__})')
+    return value
+
+
+def _string_map(entry: dict[str, Any], key: str, where: str) -> dict[str, str]:
+    value = _optional(entry, key, dict, where, default={})
+    if not all(isinstance(item, str) for item in value.values()):
+        raise MCPConfigError(f'{where}: every value of "{key}" must be a string')
+    return dict(value)

@@ -1,0 +1,317 @@
+"""One MCP server's connection, owned by one long-lived task.
+
+The SDK's transports are anyio contexts, and anyio requires a context to be exited by the task that
+entered it. So each connection is opened, held and closed by an *owner* task; any other task may
+send requests through the open `mcp.Client` (the SDK routes the answers back to each caller). A
+connection that breaks is dropped, and the next request opens a new one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from importlib.metadata import version
+from typing import Any, TypeVar
+
+import httpx2
+from mcp import Client, MCPError, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT, CallToolResult, Implementation, Tool
+
+from agent.tools.config import ServerConfig
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+CLIENT_INFO = Implementation(name="hermes", version=version("mcp"))
+
+# Tool results can be large (logs, snapshots); the SDK's default 1 MiB cap per SSE event would turn
+# a big but legitimate answer into a transport error. The engine bounds what reaches the model.
+MAX_SSE_EVENT_BYTES = 64 * 1024 * 1024
+
+# After the per-call timeout the SDK answers with REQUEST_TIMEOUT itself; this margin only guards
+# against a transport that dies without waking its callers.
+_TIMEOUT_MARGIN_SECONDS = 5.0
+
+# How long closing waits for an owner to shut its transport down before cancelling it.
+_CLOSE_GRACE_SECONDS = 5.0
+
+# How a server says it no longer knows our session (it restarted): the SDK maps the HTTP 404 of a
+# handshake-era server to "Session terminated"; servers that send a body say "Session not found".
+_SESSION_GONE = ("session not found", "session terminated")
+
+# Connection failures the owner may report, most helpful first.
+_FAILURE_HINTS: tuple[tuple[type[BaseException], str], ...] = (
+    (httpx2.ConnectError, "cannot connect"),
+    (httpx2.TimeoutException, "timed out talking to the server"),
+    (httpx2.TransportError, "the connection failed"),
+    (FileNotFoundError, "command not found"),
+    (OSError, "cannot start or reach the server"),
+)
+
+
+class MCPCallError(Exception):
+    """A request to an MCP server produced no result. `kind` is one of:
+
+    `connect` (no connection could be opened), `timeout` (no answer within the server's timeout),
+    `connection_lost` (the connection broke; the next request reconnects), `protocol` (the server
+    refused the request, e.g. an unknown tool or invalid arguments).
+    """
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+
+
+@dataclass(eq=False)
+class _Link:
+    """One connection attempt: the owner task fills in `client` (or `failure`) and sets `ready`."""
+
+    generation: int
+    ready: asyncio.Event = field(default_factory=asyncio.Event)
+    release: asyncio.Event = field(default_factory=asyncio.Event)
+    client: Client | None = None
+    failure: str | None = None
+    owner: asyncio.Task[None] | None = None
+
+    @property
+    def alive(self) -> bool:
+        return self.client is not None and not self.release.is_set()
+
+
+class ServerConnection:
+    """The connection to one configured MCP server, opened on first use and reopened after a failure.
+
+    Safe to use from many tasks of one event loop at once; requests are not serialised.
+    """
+
+    def __init__(self, config: ServerConfig) -> None:
+        self.config = config
+        self.generation = 0  # counts successful connects, so callers can tell a reconnect happened
+        self._link: _Link | None = None
+        self._connecting = asyncio.Lock()
+        self._owners: set[asyncio.Task[None]] = set()  # the loop keeps only weak references
+        self._auth_status: int | None = None
+        self._attempts = 0
+        self._attempt_failure: MCPCallError | None = None
+
+    @property
+    def connected(self) -> bool:
+        return self._link is not None and self._link.alive
+
+    async def list_tools(self, *, refresh: bool = False) -> list[Tool]:
+        """Every tool the server offers, all pages."""
+
+        async def fetch(client: Client) -> list[Tool]:
+            tools: list[Tool] = []
+            cursor: str | None = None
+            for _ in range(100):  # a server whose cursor never ends cannot hang us
+                page = await client.list_tools(cursor=cursor, cache_mode="refresh" if refresh else "use")
+                tools.extend(page.tools)
+                cursor = page.next_cursor
+                if cursor is None:
+                    break
+            return tools
+
+        return await self._request("listing tools", fetch)
+
+    async def call_tool(self, tool: str, arguments: dict[str, Any]) -> CallToolResult:
+        """Call `tool`; raises `MCPCallError` when no result comes back (a tool error is a result)."""
+        return await self._request(
+            f"calling {tool}",
+            lambda client: client.call_tool(tool, arguments, read_timeout_seconds=self.config.timeout),
+        )
+
+    async def aclose(self) -> None:
+        """Close the connection and wait (briefly) for every owner task to finish."""
+        if self._link is not None:
+            self._drop(self._link)
+        owners = list(self._owners)
+        if not owners:
+            return
+        _, pending = await asyncio.wait(owners, timeout=_CLOSE_GRACE_SECONDS)
+        for owner in pending:
+            owner.cancel()
+        if pending:
+            await asyncio.wait(pending, timeout=_CLOSE_GRACE_SECONDS)
+
+    async def _request(self, what: str, operation: Callable[[Client], Awaitable[T]]) -> T:
+        for attempt in (1, 2):
+            link = await self._open_link()
+            assert link.client is not None
+            try:
+                async with asyncio.timeout(self.config.timeout + _TIMEOUT_MARGIN_SECONDS):
+                    return await operation(link.client)
+            except MCPError as exc:
+                if self._auth_status is not None:
+                    # The token was revoked or rotated mid-session.
+                    self._drop(link)
+                    message = f"{self._who}: {self._credentials_rejected()}"
+                    raise MCPCallError("connection_lost", message) from None
+                if exc.code == REQUEST_TIMEOUT:
+                    raise MCPCallError("timeout", self._timed_out(what)) from None
+                if any(marker in exc.message.lower() for marker in _SESSION_GONE):
+                    # The server restarted and forgot our session: the request never ran, so
+                    # reconnecting and sending it once more is safe.
+                    self._drop(link)
+                    if attempt == 1:
+                        continue
+                    raise MCPCallError("connection_lost", f"{self._who}: {exc.message}") from None
+                if exc.code == CONNECTION_CLOSED:
+                    raise MCPCallError("connection_lost", await self._lost(link, what)) from None
+                message = f"{self._who} answered {what} with an error: {exc.message}"
+                raise MCPCallError("protocol", message) from None
+            except TimeoutError:
+                self._drop(link)
+                raise MCPCallError("timeout", self._timed_out(what)) from None
+            except (httpx2.TransportError, OSError, EOFError):
+                raise MCPCallError("connection_lost", await self._lost(link, what)) from None
+            except Exception as exc:
+                # e.g. a result that does not validate: the connection itself is still fine.
+                raise MCPCallError("protocol", f"{self._who}: bad answer {what}: {exc}") from None
+        raise AssertionError("unreachable")
+
+    @property
+    def _who(self) -> str:
+        return f"MCP server {self.config.name!r}"
+
+    def _timed_out(self, what: str) -> str:
+        return f"{self._who} timed out {what}: no answer within {self.config.timeout:g} s"
+
+    async def _lost(self, link: _Link, what: str) -> str:
+        """Drop a broken link and say why it broke, as far as its owner found out."""
+        self._drop(link)
+        if link.owner is not None:
+            # The owner is already unwinding; its verdict is usually a moment away.
+            await asyncio.wait({link.owner}, timeout=1.0)
+        cause = f" ({link.failure})" if link.failure else ""
+        return f"{self._who}: connection lost while {what}{cause}; the next call reconnects"
+
+    async def _open_link(self) -> _Link:
+        link = self._link
+        if link is not None and link.alive:
+            return link
+        attempts_before = self._attempts
+        async with self._connecting:
+            link = self._link
+            if link is not None and link.alive:
+                return link
+            if self._attempts != attempts_before and self._attempt_failure is not None:
+                # Another request tried while this one waited, and failed: share its verdict
+                # rather than queueing twenty connect timeouts behind a dead server.
+                raise MCPCallError(self._attempt_failure.kind, self._attempt_failure.message)
+            self._attempts += 1
+            self._attempt_failure = None
+            try:
+                self._link = await self._connect()
+            except MCPCallError as exc:
+                self._attempt_failure = exc
+                raise
+            return self._link
+
+    async def _connect(self) -> _Link:
+        link = _Link(generation=self.generation + 1)
+        # A fresh context: the owner outlives the request that happened to open the connection and
+        # must not carry that request's context variables along.
+        link.owner = asyncio.get_running_loop().create_task(
+            self._own(link), name=f"mcp-connection:{self.config.name}", context=contextvars.Context()
+        )
+        self._owners.add(link.owner)
+        link.owner.add_done_callback(self._owners.discard)
+        try:
+            async with asyncio.timeout(self.config.timeout):
+                await link.ready.wait()
+        except BaseException as exc:
+            # Timed out or cancelled while connecting: the owner must not linger half-open.
+            link.release.set()
+            if link.client is None:
+                link.owner.cancel()
+            if isinstance(exc, TimeoutError):
+                raise MCPCallError(
+                    "connect",
+                    f"{self._who} did not finish connecting within {self.config.timeout:g} s "
+                    f"({self.config.target})",
+                ) from None
+            raise
+        if link.client is None:
+            raise MCPCallError("connect", f"{self._who}: {link.failure or 'closed while connecting'}")
+        self.generation = link.generation
+        return link
+
+    def _drop(self, link: _Link) -> None:
+        """Release `link` (its owner closes the transport in the background); the next request reconnects."""
+        link.release.set()
+        if self._link is link:
+            self._link = None
+
+    async def _own(self, link: _Link) -> None:
+        """The owner task: enter the client, hold it until released or broken, then exit it."""
+        self._auth_status = None
+        try:
+            async with AsyncExitStack() as stack:
+                link.client = await stack.enter_async_context(await self._client(stack))
+                link.ready.set()
+                await link.release.wait()
+        except* Exception as group:
+            link.failure = self._failure_message(group)
+            if link.ready.is_set():
+                logger.warning("%s: connection lost: %s", self._who, link.failure)
+        finally:
+            link.release.set()
+            link.ready.set()
+
+    async def _client(self, stack: AsyncExitStack) -> Client:
+        config = self.config
+        if config.transport == "stdio":
+            params = StdioServerParameters(
+                command=config.command, args=list(config.args), env=dict(config.env) or None, cwd=config.cwd
+            )
+            return Client(params, read_timeout_seconds=config.timeout, client_info=CLIENT_INFO)
+
+        async def note_auth_failure(response: httpx2.Response) -> None:
+            if response.status_code in (401, 403):
+                self._auth_status = response.status_code
+
+        http = await stack.enter_async_context(
+            httpx2.AsyncClient(
+                headers=dict(config.headers),
+                timeout=httpx2.Timeout(30.0, connect=10.0, read=config.timeout + 30.0),
+                event_hooks={"response": [note_auth_failure]},
+            )
+        )
+        transport = streamable_http_client(
+            config.url, http_client=http, max_sse_event_size=MAX_SSE_EVENT_BYTES
+        )
+        return Client(transport, read_timeout_seconds=config.timeout, client_info=CLIENT_INFO)
+
+    def _credentials_rejected(self) -> str:
+        return (
+            f"credentials rejected (HTTP {self._auth_status} from {self.config.target}); "
+            "check the token in its headers"
+        )
+
+    def _failure_message(self, group: BaseExceptionGroup[Exception]) -> str:
+        """What went wrong, for an operator, out of whatever the transport raised."""
+        target = self.config.target
+        if self._auth_status is not None:
+            return self._credentials_rejected()
+        leaves = _leaves(group)
+        for kind, hint in _FAILURE_HINTS:
+            for leaf in leaves:
+                if isinstance(leaf, kind):
+                    return f"{hint} ({target}): {leaf or type(leaf).__name__}"
+        first = leaves[0] if leaves else group
+        detail = first.message if isinstance(first, MCPError) else str(first) or type(first).__name__
+        return f"{detail} ({target})"
+
+
+def _leaves(error: BaseException) -> list[BaseException]:
+    if isinstance(error, BaseExceptionGroup):
+        return [leaf for inner in error.exceptions for leaf in _leaves(inner)]
+    return [error]

@@ -1,0 +1,253 @@
+"""The tool hub: every configured MCP server's tools behind one list and one `call`.
+
+The turn engine sees only `ToolSpec`s (model-facing names valid for the Anthropic API) and
+`ToolOutcome`s. A server that is down, slow or broken turns into `is_error` outcomes with a message
+the model can act on; nothing here raises into a turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from mcp.types import CallToolResult, Tool
+
+from agent.tools.config import ServerConfig, Transport, mcp_servers_from_settings
+from agent.tools.connection import MCPCallError, ServerConnection
+from agent.tools.names import ToolNameMap
+from agent.tools.results import (
+    tool_error_blocks,
+    tool_error_record,
+    tool_result_blocks,
+    tool_result_record,
+    tool_result_structured,
+)
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """One tool as the model sees it, and where it really lives."""
+
+    name: str  # model-facing, e.g. "mcp__oikos__get_entity"
+    server: str  # "oikos"
+    tool: str  # the real MCP tool name
+    description: str
+    input_schema: dict[str, Any]
+    read_only: bool  # annotations.readOnlyHint (False when absent)
+
+    def to_anthropic(self) -> dict[str, Any]:
+        """The tool definition for the Messages API's `tools` list."""
+        return {"name": self.name, "description": self.description, "input_schema": self.input_schema}
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    """What one tool call produced, for the model (`content`) and for the ledger (`record`)."""
+
+    content: list[dict[str, Any]]  # Anthropic blocks for the tool_result (text/image), NOT truncated
+    is_error: bool
+    record: dict[str, Any]  # full JSON-able result for the ledger
+    structured: Any | None  # structured_content, or the text parsed when it is a JSON object
+    duration_ms: int
+
+
+@dataclass(frozen=True)
+class ServerStatus:
+    """One server's health as an operator wants to see it."""
+
+    name: str
+    transport: Transport
+    target: str  # URL or command line, never headers or env
+    ok: bool
+    tool_count: int
+    error: str | None
+    latency_ms: int  # connect (when needed) + list tools
+
+
+class ToolHub:
+    """All configured MCP servers of one event loop. Safe for many concurrent tasks of that loop."""
+
+    def __init__(self, configs: Iterable[ServerConfig]) -> None:
+        self._configs = {config.name: config for config in configs}
+        self._connections = {name: ServerConnection(config) for name, config in self._configs.items()}
+        self._names = ToolNameMap()
+        # Per server: the connection generation the tools were listed on, and the tools.
+        self._listed: dict[str, tuple[int, list[ToolSpec]]] = {}
+        self._errors: dict[str, str] = {}
+        self._specs: dict[str, ToolSpec] = {}
+
+    @classmethod
+    def from_settings(cls) -> ToolHub:
+        """A hub for the servers in settings. Raises `MCPConfigError` on a bad configuration."""
+        return cls(mcp_servers_from_settings())
+
+    @property
+    def servers(self) -> list[ServerConfig]:
+        return list(self._configs.values())
+
+    async def list_tools(self) -> list[ToolSpec]:
+        """Every allowed tool of every reachable server, in configuration order.
+
+        A server's list is cached and fetched again after its connection was reopened. A server that
+        cannot list its tools is left out; its error is kept for `status()`.
+        """
+        await asyncio.gather(*(self._refresh(name) for name in self._configs))
+        specs = [spec for name in self._configs for spec in self._listed.get(name, (0, []))[1]]
+        self._specs = {spec.name: spec for spec in specs}
+        return specs
+
+    def spec(self, name: str) -> ToolSpec | None:
+        """The tool behind a model-facing name, as of the last `list_tools()`."""
+        return self._specs.get(name)
+
+    async def call(self, name: str, arguments: dict[str, Any]) -> ToolOutcome:
+        """Call a tool by its model-facing name. Failures of any kind come back as `is_error`."""
+        started = time.monotonic()
+        spec = self._specs.get(name)
+        if spec is None:
+            # A call may come before any listing (scripts, /query) or after a server came back.
+            await self.list_tools()
+            spec = self._specs.get(name)
+        if spec is None:
+            known = self._names.resolve(name)
+            if known is not None and known[0] in self._errors:
+                # A tool we listed before, on a server that is failing now: say that, not "unknown".
+                return _failure("connect", self._errors[known[0]], started)
+            return _failure("unknown_tool", self._unknown_tool_message(name), started)
+        if not isinstance(arguments, dict):
+            return _failure("invalid_arguments", f"{name}: arguments must be a JSON object", started)
+        try:
+            result = await self._connections[spec.server].call_tool(spec.tool, arguments)
+        except MCPCallError as exc:
+            return _failure(exc.kind, exc.message, started)
+        except Exception as exc:  # the hub's promise: a broken server never crashes a turn
+            logger.exception("unexpected failure calling %s", name)
+            return _failure("internal", f"{name} failed unexpectedly: {type(exc).__name__}: {exc}", started)
+        return _outcome(result, started)
+
+    async def status(self) -> list[ServerStatus]:
+        """Each server's health, probed now (connects when needed, then lists its tools)."""
+        return list(await asyncio.gather(*(self._probe(name) for name in self._configs)))
+
+    def secret_values(self) -> set[str]:
+        """Every configured value (header/env) that must be scrubbed from tool output and logs."""
+        return {secret for config in self._configs.values() for secret in config.secret_values()}
+
+    async def aclose(self) -> None:
+        """Close every connection; the hub can still be used afterwards (it reconnects)."""
+        await asyncio.gather(*(connection.aclose() for connection in self._connections.values()))
+
+    def _unknown_tool_message(self, name: str) -> str:
+        known = ", ".join(sorted(self._specs)) or "none"
+        message = f"Unknown tool {name!r}. Available tools: {known}."
+        if self._errors:
+            down = "; ".join(self._errors.values())
+            message += f" Unavailable right now: {down}"
+        return message
+
+    async def _refresh(self, name: str, *, force: bool = False) -> None:
+        connection = self._connections[name]
+        listed = self._listed.get(name)
+        if not force and listed is not None and connection.connected and listed[0] == connection.generation:
+            return
+        try:
+            tools = await connection.list_tools(refresh=force)
+        except MCPCallError as exc:
+            self._errors[name] = exc.message
+            self._listed.pop(name, None)
+            return
+        except Exception as exc:
+            logger.exception("unexpected failure listing the tools of %s", name)
+            self._errors[name] = f"{type(exc).__name__}: {exc}"
+            self._listed.pop(name, None)
+            return
+        self._errors.pop(name, None)
+        config = self._configs[name]
+        self._listed[name] = (
+            connection.generation,
+            [self._spec(name, tool) for tool in tools if config.allows(tool.name)],
+        )
+
+    def _spec(self, server: str, tool: Tool) -> ToolSpec:
+        return ToolSpec(
+            name=self._names.add(server, tool.name),
+            server=server,
+            tool=tool.name,
+            description=tool.description or tool.title or tool.name,
+            input_schema=tool.input_schema,
+            read_only=bool(tool.annotations and tool.annotations.read_only_hint),
+        )
+
+    async def _probe(self, name: str) -> ServerStatus:
+        started = time.monotonic()
+        await self._refresh(name, force=True)
+        latency_ms = round((time.monotonic() - started) * 1000)
+        config = self._configs[name]
+        error = self._errors.get(name)
+        return ServerStatus(
+            name=name,
+            transport=config.transport,
+            target=config.target,
+            ok=error is None,
+            tool_count=len(self._listed.get(name, (0, []))[1]),
+            error=error,
+            latency_ms=latency_ms,
+        )
+
+
+# A hub's connections are owned by tasks of one event loop, so there is one hub per loop: Daphne
+# runs one loop for its lifetime; tests and `manage.py` commands create loops of their own.
+_hubs: dict[asyncio.AbstractEventLoop, ToolHub] = {}
+
+
+def tool_hub() -> ToolHub:
+    """The hub of the running event loop, created from settings on first use.
+
+    Raises:
+        MCPConfigError: the MCP configuration is unusable (checked on first use in each loop).
+    """
+    loop = asyncio.get_running_loop()
+    hub = _hubs.get(loop)
+    if hub is None:
+        # Forget hubs of loops that were closed without `tool_hub_close()`; nothing can run them.
+        for closed in [other for other in _hubs if other.is_closed()]:
+            del _hubs[closed]
+        hub = _hubs[loop] = ToolHub.from_settings()
+    return hub
+
+
+async def tool_hub_close() -> None:
+    """Close and forget the running loop's hub; the next `tool_hub()` reads settings afresh."""
+    hub = _hubs.pop(asyncio.get_running_loop(), None)
+    if hub is not None:
+        await hub.aclose()
+
+
+def _outcome(result: CallToolResult, started: float) -> ToolOutcome:
+    return ToolOutcome(
+        content=tool_result_blocks(result),
+        is_error=result.is_error,
+        record=tool_result_record(result),
+        structured=tool_result_structured(result),
+        duration_ms=_elapsed_ms(started),
+    )
+
+
+def _failure(kind: str, message: str, started: float) -> ToolOutcome:
+    return ToolOutcome(
+        content=tool_error_blocks(message),
+        is_error=True,
+        record=tool_error_record(kind, message),
+        structured=None,
+        duration_ms=_elapsed_ms(started),
+    )
+
+
+def _elapsed_ms(started: float) -> int:
+    return round((time.monotonic() - started) * 1000)

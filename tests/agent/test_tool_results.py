@@ -1,0 +1,104 @@
+from __future__ import annotations
+
+import json
+
+from mcp.types import (
+    AudioContent,
+    BlobResourceContents,
+    CallToolResult,
+    EmbeddedResource,
+    ImageContent,
+    ResourceLink,
+    TextContent,
+    TextResourceContents,
+)
+
+from agent.tools.results import tool_result_blocks, tool_result_record, tool_result_structured
+
+PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+
+
+class TestBlocks:
+    def test_texts_join_into_one_block(self) -> None:
+        result = CallToolResult(content=[TextContent(text="first"), TextContent(text="second")])
+        assert tool_result_blocks(result) == [{"type": "text", "text": "first\nsecond"}]
+
+    def test_structured_content_stands_in_when_there_is_no_text(self) -> None:
+        result = CallToolResult(content=[], structured_content={"health": "degraded", "count": 1})
+        [block] = tool_result_blocks(result)
+        assert json.loads(block["text"]) == {"health": "degraded", "count": 1}
+
+    def test_text_wins_over_structured_content(self) -> None:
+        result = CallToolResult(content=[TextContent(text="summary")], structured_content={"a": 1})
+        assert tool_result_blocks(result) == [{"type": "text", "text": "summary"}]
+
+    def test_images_pass_through_as_base64_image_blocks(self) -> None:
+        result = CallToolResult(
+            content=[TextContent(text="topology"), ImageContent(data=PNG, mime_type="image/png")]
+        )
+        assert tool_result_blocks(result) == [
+            {"type": "text", "text": "topology"},
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}},
+        ]
+
+    def test_images_the_api_cannot_take_become_a_note(self) -> None:
+        result = CallToolResult(content=[ImageContent(data="AAAA", mime_type="image/tiff")])
+        [block] = tool_result_blocks(result)
+        assert block["type"] == "text"
+        assert "image/tiff" in block["text"]
+
+    def test_embedded_resources_links_and_audio(self) -> None:
+        result = CallToolResult(
+            content=[
+                EmbeddedResource(resource=TextResourceContents(uri="oikos://doc/1", text="runbook body")),
+                EmbeddedResource(
+                    resource=BlobResourceContents(
+                        uri="oikos://blob/2", blob="AAAA", mime_type="application/gzip"
+                    )
+                ),
+                ResourceLink(name="logs", uri="oikos://logs/caddy"),
+                AudioContent(data="AAAA", mime_type="audio/wav"),
+            ]
+        )
+        [block] = tool_result_blocks(result)
+        lines = block["text"].split("\n")
+        assert lines[0] == "runbook body"
+        assert "oikos://blob/2" in lines[1]
+        assert "application/gzip" in lines[1]
+        assert "oikos://logs/caddy" in lines[2]
+        assert "audio/wav" in lines[3]
+
+    def test_empty_result_is_never_an_empty_block_list(self) -> None:
+        [block] = tool_result_blocks(CallToolResult(content=[]))
+        assert block["type"] == "text"
+        assert block["text"]
+
+
+class TestStructuredAndRecord:
+    def test_structured_prefers_structured_content(self) -> None:
+        result = CallToolResult(content=[TextContent(text='{"a": 1}')], structured_content={"b": 2})
+        assert tool_result_structured(result) == {"b": 2}
+
+    def test_structured_parses_a_json_object_text(self) -> None:
+        assert tool_result_structured(CallToolResult(content=[TextContent(text=' {"a": 1} ')])) == {"a": 1}
+
+    def test_structured_is_none_for_plain_text_or_json_arrays(self) -> None:
+        assert tool_result_structured(CallToolResult(content=[TextContent(text="hello")])) is None
+        assert tool_result_structured(CallToolResult(content=[TextContent(text="[1, 2]")])) is None
+        assert tool_result_structured(CallToolResult(content=[TextContent(text="{broken")])) is None
+
+    def test_record_keeps_everything_and_is_json(self) -> None:
+        result = CallToolResult(
+            content=[TextContent(text="t"), ImageContent(data=PNG, mime_type="image/png")],
+            structured_content={"k": [1, 2]},
+            is_error=True,
+        )
+        record = json.loads(json.dumps(tool_result_record(result)))
+        assert record == {
+            "content": [
+                {"type": "text", "text": "t"},
+                {"type": "image", "data": PNG, "mimeType": "image/png"},
+            ],
+            "structured_content": {"k": [1, 2]},
+            "is_error": True,
+        }
