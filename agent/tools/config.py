@@ -112,9 +112,7 @@ def mcp_servers_from_settings() -> list[ServerConfig]:
     if settings.OIKOS_MCP_URL:
         headers = {"Authorization": f"Bearer {settings.OIKOS_MCP_TOKEN}"} if settings.OIKOS_MCP_TOKEN else {}
         return [
-            ServerConfig(
-                name="oikos", transport="http", timeout=timeout, url=settings.OIKOS_MCP_URL, headers=headers
-            )
+            ServerConfig(name="oikos", transport="http", timeout=timeout, url=settings.OIKOS_MCP_URL, headers=headers)
         ]
     return []
 
@@ -133,9 +131,7 @@ def mcp_config_load(
         document = json.loads(text)
     except json.JSONDecodeError as exc:
         raise MCPConfigError(f"MCP config file {path} is not valid JSON: {exc}") from None
-    return mcp_config_parse(
-        document, source=str(path), default_timeout=default_timeout, environ=environ or os.environ
-    )
+    return mcp_config_parse(document, source=str(path), default_timeout=default_timeout, environ=environ or os.environ)
 
 
 def mcp_config_parse(
@@ -242,9 +238,7 @@ def _expand(value: Any, path: str, where: str, environ: Mapping[str, str], secre
 
         return _VARIABLE.sub(substitute, value)
     if isinstance(value, list):
-        return [
-            _expand(item, f"{path}[{index}]", where, environ, secrets) for index, item in enumerate(value)
-        ]
+        return [_expand(item, f"{path}[{index}]", where, environ, secrets) for index, item in enumerate(value)]
     if isinstance(value, dict):
         return {key: _expand(item, f"{path}.{key}", where, environ, secrets) for key, item in value.items()}
     return value

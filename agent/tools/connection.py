@@ -235,8 +235,7 @@ class ServerConnection:
             if isinstance(exc, TimeoutError):
                 raise MCPCallError(
                     "connect",
-                    f"{self._who} did not finish connecting within {self.config.timeout:g} s "
-                    f"({self.config.target})",
+                    f"{self._who} did not finish connecting within {self.config.timeout:g} s ({self.config.target})",
                 ) from None
             raise
         if link.client is None:
@@ -285,15 +284,12 @@ class ServerConnection:
                 event_hooks={"response": [note_auth_failure]},
             )
         )
-        transport = streamable_http_client(
-            config.url, http_client=http, max_sse_event_size=MAX_SSE_EVENT_BYTES
-        )
+        transport = streamable_http_client(config.url, http_client=http, max_sse_event_size=MAX_SSE_EVENT_BYTES)
         return Client(transport, read_timeout_seconds=config.timeout, client_info=CLIENT_INFO)
 
     def _credentials_rejected(self) -> str:
         return (
-            f"credentials rejected (HTTP {self._auth_status} from {self.config.target}); "
-            "check the token in its headers"
+            f"credentials rejected (HTTP {self._auth_status} from {self.config.target}); check the token in its headers"
         )
 
     def _failure_message(self, group: BaseExceptionGroup[Exception]) -> str:

@@ -76,9 +76,7 @@ def tool_result_structured(result: CallToolResult) -> Any | None:
 def tool_result_record(result: CallToolResult) -> dict[str, Any]:
     """Everything the server returned, JSON-able, for `agent_activity.result` (never truncated)."""
     record: dict[str, Any] = {
-        "content": [
-            item.model_dump(mode="json", by_alias=True, exclude_none=True) for item in result.content
-        ],
+        "content": [item.model_dump(mode="json", by_alias=True, exclude_none=True) for item in result.content],
         "is_error": result.is_error,
     }
     if result.structured_content is not None:

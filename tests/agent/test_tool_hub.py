@@ -42,9 +42,7 @@ async def make_hub() -> AsyncIterator[HubFactory]:
         await hub.aclose()
 
 
-def http_config(
-    server: MCPTestServer, *, name: str = "oikos", token: str | None = None, **extra: Any
-) -> ServerConfig:
+def http_config(server: MCPTestServer, *, name: str = "oikos", token: str | None = None, **extra: Any) -> ServerConfig:
     return ServerConfig(
         name=name,
         transport="http",
@@ -100,9 +98,7 @@ class TestStreamableHTTP:
         assert radius.record["structured_content"] == radius.structured
         assert radius.duration_ms >= 0
 
-    async def test_bearer_token_reaches_the_server(
-        self, mcp_http_server: MCPTestServer, make_hub: HubFactory
-    ) -> None:
+    async def test_bearer_token_reaches_the_server(self, mcp_http_server: MCPTestServer, make_hub: HubFactory) -> None:
         hub = make_hub(http_config(mcp_http_server))
         outcome = await hub.call("mcp__oikos__whoami", {})
         assert text_of(outcome.content) == "agent:hermes"
@@ -213,9 +209,7 @@ class TestStdio:
 
 
 class TestConfiguration:
-    async def test_include_and_exclude_filters(
-        self, mcp_http_server: MCPTestServer, make_hub: HubFactory
-    ) -> None:
+    async def test_include_and_exclude_filters(self, mcp_http_server: MCPTestServer, make_hub: HubFactory) -> None:
         hub = make_hub(http_config(mcp_http_server, include=("get_*", "echo"), exclude=("get_entity",)))
         names = {spec.name for spec in await hub.list_tools()}
         assert names == {"mcp__oikos__get_health_summary", "mcp__oikos__get_blast_radius", "mcp__oikos__echo"}
@@ -298,9 +292,7 @@ class TestFailures:
         assert text_of((await hub.call("mcp__oikos__echo", {"text": "still here"})).content) == "still here"
 
     @pytest.mark.parametrize("legacy", [False, True], ids=["modern", "handshake-era"])
-    async def test_server_going_away_mid_session_then_coming_back(
-        self, make_hub: HubFactory, legacy: bool
-    ) -> None:
+    async def test_server_going_away_mid_session_then_coming_back(self, make_hub: HubFactory, legacy: bool) -> None:
         with MCPTestServer(legacy=legacy) as server:
             hub = make_hub(http_config(server))
             assert not (await hub.call("mcp__oikos__echo", {"text": "before"})).is_error
@@ -361,9 +353,7 @@ class TestFailures:
         assert outcome.is_error
         assert "credentials rejected (HTTP 401" in text_of(outcome.content)
 
-    async def test_status_reports_each_server(
-        self, mcp_http_server: MCPTestServer, make_hub: HubFactory
-    ) -> None:
+    async def test_status_reports_each_server(self, mcp_http_server: MCPTestServer, make_hub: HubFactory) -> None:
         gone = MCPTestServer()
         gone.start()
         gone.stop()

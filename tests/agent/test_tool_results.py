@@ -33,9 +33,7 @@ class TestBlocks:
         assert tool_result_blocks(result) == [{"type": "text", "text": "summary"}]
 
     def test_images_pass_through_as_base64_image_blocks(self) -> None:
-        result = CallToolResult(
-            content=[TextContent(text="topology"), ImageContent(data=PNG, mime_type="image/png")]
-        )
+        result = CallToolResult(content=[TextContent(text="topology"), ImageContent(data=PNG, mime_type="image/png")])
         assert tool_result_blocks(result) == [
             {"type": "text", "text": "topology"},
             {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}},
@@ -52,9 +50,7 @@ class TestBlocks:
             content=[
                 EmbeddedResource(resource=TextResourceContents(uri="oikos://doc/1", text="runbook body")),
                 EmbeddedResource(
-                    resource=BlobResourceContents(
-                        uri="oikos://blob/2", blob="AAAA", mime_type="application/gzip"
-                    )
+                    resource=BlobResourceContents(uri="oikos://blob/2", blob="AAAA", mime_type="application/gzip")
                 ),
                 ResourceLink(name="logs", uri="oikos://logs/caddy"),
                 AudioContent(data="AAAA", mime_type="audio/wav"),

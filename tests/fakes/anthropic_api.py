@@ -205,21 +205,15 @@ class FakeAnthropic:
         if not self._authorized(headers):
             problem: ApiError | None = _AUTHENTICATION_FAILED
         elif len(raw) > MAX_REQUEST_BYTES:
-            problem = ApiError(
-                413, "request_too_large", "Request exceeds the maximum allowed number of bytes."
-            )
+            problem = ApiError(413, "request_too_large", "Request exceeds the maximum allowed number of bytes.")
         elif body is None:
-            problem = ApiError(
-                400, "invalid_request_error", "There was an error parsing the body of your request"
-            )
+            problem = ApiError(400, "invalid_request_error", "There was an error parsing the body of your request")
         else:
             problem = request_problem(body, known_models=self.models)
         reply = None
         if problem is None:
             reply, problem = self._next_reply(body)
-        self._record(
-            RecordedRequest(request_id=request_id, headers=headers, body=body, rejection=problem, reply=reply)
-        )
+        self._record(RecordedRequest(request_id=request_id, headers=headers, body=body, rejection=problem, reply=reply))
         if problem is not None:
             # The SDK obeys this header: a refusal is final, and a retry would only repeat it.
             return _error_response(problem, request_id=request_id, headers={"x-should-retry": "false"})
@@ -255,11 +249,7 @@ class FakeAnthropic:
             return None, ApiError(
                 500, "api_error", "FakeAnthropic script ran out: no reply queued and no responder set"
             )
-        if (
-            reply.fault is not None
-            and body.get("stream") is not True
-            and reply.fault.kind not in ("drop", "stall")
-        ):
+        if reply.fault is not None and body.get("stream") is not True and reply.fault.kind not in ("drop", "stall"):
             return None, ApiError(
                 500, "api_error", f"FakeAnthropic: a {reply.fault.kind} reply needs a streaming request"
             )
@@ -273,10 +263,7 @@ class FakeAnthropic:
             self._changed.notify_all()
 
     def _authorized(self, headers: dict[str, str]) -> bool:
-        return (
-            headers.get("x-api-key") == self.api_key
-            or headers.get("authorization") == f"Bearer {self.api_key}"
-        )
+        return headers.get("x-api-key") == self.api_key or headers.get("authorization") == f"Bearer {self.api_key}"
 
     async def _list_models(self, request: Request) -> Response:
         if not self._authorized(dict(request.headers)):
@@ -297,9 +284,7 @@ class FakeAnthropic:
             return _error_response(_AUTHENTICATION_FAILED, request_id=request_id)
         model_id = request.path_params["model_id"]
         if model_id not in self.models:
-            return _error_response(
-                ApiError(404, "not_found_error", f"model: {model_id}"), request_id=request_id
-            )
+            return _error_response(ApiError(404, "not_found_error", f"model: {model_id}"), request_id=request_id)
         return JSONResponse(_model_info(model_id), headers={"request-id": request_id})
 
 

@@ -109,9 +109,7 @@ def _prompt_blocks(body: dict[str, Any]) -> list[_PromptBlock]:
         canonical = json.dumps([place, _without_cache_control(block)], sort_keys=True)
         digest.update(canonical.encode())
         blocks.append(
-            _PromptBlock(
-                tokens=estimate_tokens(canonical), marked=marked, prefix_hash=digest.copy().hexdigest()
-            )
+            _PromptBlock(tokens=estimate_tokens(canonical), marked=marked, prefix_hash=digest.copy().hexdigest())
         )
     return blocks
 

@@ -166,9 +166,7 @@ class Reply:
         for block in blocks:
             if not isinstance(block, TextBlock | ToolUseBlock):
                 raise TypeError(f"Reply.blocks takes text(...) and tool_use(...) blocks, not {block!r}")
-        return cls(
-            content=tuple(blocks), stop_reason=stop_reason, usage=dict(usage or {}), chunk=chunk, delay=delay
-        )
+        return cls(content=tuple(blocks), stop_reason=stop_reason, usage=dict(usage or {}), chunk=chunk, delay=delay)
 
     # -- failures -----------------------------------------------------------------------------
 
@@ -224,9 +222,7 @@ class Reply:
     def with_tool_ids(self, new_id: Callable[[], str]) -> Reply:
         """This reply with every unset tool_use id filled by `new_id()` (called once per block)."""
         filled = tuple(
-            dataclasses.replace(block, id=new_id())
-            if isinstance(block, ToolUseBlock) and block.id is None
-            else block
+            dataclasses.replace(block, id=new_id()) if isinstance(block, ToolUseBlock) and block.id is None else block
             for block in self.content
         )
         return dataclasses.replace(self, content=filled)

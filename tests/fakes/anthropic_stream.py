@@ -83,9 +83,7 @@ class TruncatedBody(Response):
             await _hang_until_client_leaves(receive, self.stopping)
             return
         await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
-        await send(
-            {"type": "http.response.body", "body": self.body[: len(self.body) // 2], "more_body": True}
-        )
+        await send({"type": "http.response.body", "body": self.body[: len(self.body) // 2], "more_body": True})
 
 
 async def _stopped_within(stopping: asyncio.Event, seconds: float) -> bool:

@@ -62,11 +62,7 @@ def _check_system(system: Any) -> None:
     if not isinstance(system, list):
         raise _invalid("system: Input should be a valid string or a list of text blocks")
     for index, block in enumerate(system):
-        if (
-            not isinstance(block, dict)
-            or block.get("type") != "text"
-            or not isinstance(block.get("text"), str)
-        ):
+        if not isinstance(block, dict) or block.get("type") != "text" or not isinstance(block.get("text"), str):
             raise _invalid(f"system.{index}: Input should be a text block")
         if not block["text"]:
             raise _invalid("system: text content blocks must be non-empty")

@@ -169,9 +169,7 @@ def _block_deltas(index: int, block: TextBlock | ToolUseBlock, chunk: int) -> li
         arguments = json.dumps(dict(block.input), ensure_ascii=False)
         pieces = [""] + (_pieces(arguments, chunk) if block.input else [])
         deltas = [{"type": "input_json_delta", "partial_json": piece} for piece in pieces]
-    return [
-        ("content_block_delta", {"type": "content_block_delta", "index": index, "delta": d}) for d in deltas
-    ]
+    return [("content_block_delta", {"type": "content_block_delta", "index": index, "delta": d}) for d in deltas]
 
 
 def _pieces(value: str, chunk: int) -> list[str]:

@@ -47,9 +47,7 @@ class LoopbackServer:
             timeout_graceful_shutdown=2,
         )
         server = _Server(config)
-        thread = threading.Thread(
-            target=server.run_until_stopped, args=(listener,), name=self._name, daemon=True
-        )
+        thread = threading.Thread(target=server.run_until_stopped, args=(listener,), name=self._name, daemon=True)
         thread.start()
         server.ready.wait(timeout=10)
         if server.failure is not None or not server.ready.is_set():

@@ -102,9 +102,7 @@ class TestStreaming:
         } <= start_usage.keys()
         assert payloads[-2]["delta"]["stop_reason"] == "tool_use"
         assert payloads[-2]["usage"]["output_tokens"] > 1
-        json_fragments = [
-            p["delta"]["partial_json"] for p in payloads if p.get("delta", {}).get("partial_json")
-        ]
+        json_fragments = [p["delta"]["partial_json"] for p in payloads if p.get("delta", {}).get("partial_json")]
         assert json.loads("".join(json_fragments)) == {"scope": "all"}
 
     async def test_a_request_without_stream_gets_the_whole_message(
@@ -129,9 +127,7 @@ class TestToolUse:
             "kinds": ["vm", None],
         }
         fake_llm.enqueue(Reply.tool_use("mcp__oikos__blast_radius", arguments, chunk=7))
-        async with client.messages.stream(
-            model=MODEL, max_tokens=1024, messages=QUESTION, tools=TOOLS
-        ) as stream:
+        async with client.messages.stream(model=MODEL, max_tokens=1024, messages=QUESTION, tools=TOOLS) as stream:
             fragments = [event.partial_json async for event in stream if event.type == "input_json"]
             final = await stream.get_final_message()
 
@@ -179,8 +175,7 @@ class TestToolUse:
         assert raised.value.status_code == 400
         assert api_error(raised.value)["type"] == "invalid_request_error"
         assert api_error(raised.value)["message"].startswith(
-            "messages.1: `tool_use` ids were found without `tool_result` blocks immediately after: "
-            "toolu_01open."
+            "messages.1: `tool_use` ids were found without `tool_result` blocks immediately after: toolu_01open."
         )
         assert [request.rejection for request in fake_llm.rejections] == [
             ApiError(400, "invalid_request_error", api_error(raised.value)["message"])
@@ -198,9 +193,7 @@ class TestScripting:
         assert (await stream_final(client)).content[0].text == "responder saw 1 message(s)"
 
         fake_llm.responder = None
-        async with anthropic.AsyncAnthropic(
-            api_key=fake_llm.api_key, base_url=fake_llm.url, max_retries=2
-        ) as sdk:
+        async with anthropic.AsyncAnthropic(api_key=fake_llm.api_key, base_url=fake_llm.url, max_retries=2) as sdk:
             with pytest.raises(anthropic.InternalServerError, match="script ran out"):
                 await stream_final(sdk)
         assert len(fake_llm.rejections) == 1  # refused once: the SDK is told not to retry
@@ -220,9 +213,7 @@ class TestScripting:
         fake_llm.responder = lambda body: Reply.tool_use("health_summary")
         with pytest.raises(anthropic.InternalServerError, match="lets the model call no tool"):
             await stream_final(client, tool_choice={"type": "none"})
-        with pytest.raises(
-            anthropic.InternalServerError, match="calls health_summary, which the request does not"
-        ):
+        with pytest.raises(anthropic.InternalServerError, match="calls health_summary, which the request does not"):
             await stream_final(client, tools=TOOLS[1:])
 
         assert len(fake_llm.rejections) == 2
@@ -237,18 +228,14 @@ class TestScripting:
         served = sorted(final.content[0].text for final in finals)
         assert served == [f"answer {n}" for n in range(5)]
         recorded = fake_llm.requests
-        assert sorted(r.body["messages"][0]["content"] for r in recorded) == [
-            f"question {n}" for n in range(5)
-        ]
+        assert sorted(r.body["messages"][0]["content"] for r in recorded) == [f"question {n}" for n in range(5)]
         assert all(r.headers["authorization"] == f"Bearer {fake_llm.api_key}" for r in recorded)
         assert all(r.streamed for r in recorded)
 
     async def test_usage_counts_output_and_accepts_overrides(
         self, fake_llm: FakeAnthropic, client: anthropic.AsyncAnthropic
     ) -> None:
-        fake_llm.enqueue(
-            Reply.text("short"), Reply.text("x" * 400), Reply.text("any", usage={"output_tokens": 77})
-        )
+        fake_llm.enqueue(Reply.text("short"), Reply.text("x" * 400), Reply.text("any", usage={"output_tokens": 77}))
         short, long, overridden = [await stream_final(client) for _ in range(3)]
 
         assert 0 < short.usage.output_tokens < long.usage.output_tokens == 100
@@ -267,12 +254,8 @@ class TestFailures:
     async def test_an_overloaded_answer_is_retried_by_the_sdk_and_the_next_reply_served(
         self, fake_llm: FakeAnthropic
     ) -> None:
-        fake_llm.enqueue(
-            Reply.http_error(529, "overloaded_error", "Overloaded", retry_after=0.01), Reply.text(ANSWER)
-        )
-        async with anthropic.AsyncAnthropic(
-            api_key=fake_llm.api_key, base_url=fake_llm.url, max_retries=2
-        ) as sdk:
+        fake_llm.enqueue(Reply.http_error(529, "overloaded_error", "Overloaded", retry_after=0.01), Reply.text(ANSWER))
+        async with anthropic.AsyncAnthropic(api_key=fake_llm.api_key, base_url=fake_llm.url, max_retries=2) as sdk:
             final = await stream_final(sdk)
 
         assert final.content[0].text == ANSWER
@@ -318,9 +301,7 @@ class TestFailures:
         fake_llm.enqueue(Reply.stall(after_events=4, reply=Reply.text(ANSWER, chunk=10)))
         received: list[str] = []
         started = time.monotonic()
-        async with anthropic.AsyncAnthropic(
-            api_key=fake_llm.api_key, base_url=fake_llm.url, timeout=0.3
-        ) as sdk:
+        async with anthropic.AsyncAnthropic(api_key=fake_llm.api_key, base_url=fake_llm.url, timeout=0.3) as sdk:
             with pytest.raises(httpx2.ReadTimeout):
                 await collect_text(sdk, received)
 
@@ -339,9 +320,7 @@ class TestFailures:
 
     async def test_a_wrong_api_key_gets_401_in_the_api_shape(self, fake_llm: FakeAnthropic) -> None:
         fake_llm.enqueue(Reply.text(ANSWER))
-        async with anthropic.AsyncAnthropic(
-            api_key="sk-ant-wrong", base_url=fake_llm.url, max_retries=0
-        ) as sdk:
+        async with anthropic.AsyncAnthropic(api_key="sk-ant-wrong", base_url=fake_llm.url, max_retries=0) as sdk:
             with pytest.raises(anthropic.AuthenticationError) as raised:
                 await stream_final(sdk)
 
@@ -398,9 +377,7 @@ class TestLifecycle:
             "    print(stream.get_final_text())\n"
         )
         env = {**os.environ, **fake_llm.env()}
-        done = subprocess.run(
-            [sys.executable, "-c", program], env=env, capture_output=True, text=True, timeout=60
-        )
+        done = subprocess.run([sys.executable, "-c", program], env=env, capture_output=True, text=True, timeout=60)
 
         assert done.returncode == 0, done.stderr
         assert done.stdout.strip() == ANSWER

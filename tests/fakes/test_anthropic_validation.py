@@ -126,9 +126,7 @@ class TestConversationChecks:
         [
             pytest.param({"model": None}, "model: Field required", id="no model"),
             pytest.param({"max_tokens": None}, "max_tokens: Field required", id="no max_tokens"),
-            pytest.param(
-                {"max_tokens": 0}, "max_tokens: Input should be greater than or equal to 1", id="0 tokens"
-            ),
+            pytest.param({"max_tokens": 0}, "max_tokens: Input should be greater than or equal to 1", id="0 tokens"),
             pytest.param({"messages": []}, "messages: at least one message is required", id="no messages"),
             pytest.param(
                 {"messages": [{"role": "assistant", "content": "Hi"}, {"role": "user", "content": "Hi"}]},
@@ -148,8 +146,7 @@ class TestConversationChecks:
                         {"role": "user", "content": "Hi"},
                     ]
                 },
-                "messages.1: all messages must have non-empty content except for the optional final "
-                "assistant message",
+                "messages.1: all messages must have non-empty content except for the optional final assistant message",
                 id="empty assistant message mid-history",
             ),
         ],
@@ -246,9 +243,7 @@ class TestPromptCaching:
         # Second iteration: the marker moves to the newest message, as the turn engine does.
         unmarked_question = {"role": "user", "content": [{"type": "text", "text": "What is degraded?"}]}
         results = {"role": "user", "content": [{**result("toolu_a"), "cache_control": EPHEMERAL}]}
-        second = await send(
-            client, tools=tools, system=system, messages=[unmarked_question, first.to_param(), results]
-        )
+        second = await send(client, tools=tools, system=system, messages=[unmarked_question, first.to_param(), results])
 
         first_input, first_written, first_read = tokens(first)
         _, second_written, second_read = tokens(second)

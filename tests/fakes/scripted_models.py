@@ -1,0 +1,103 @@
+"""Scripted models: responders for `FakeAnthropic` that read the request like a model would.
+
+`DegradedInvestigator` answers "what's degraded and what depends on it?" the way a good model
+does: health summary first, then the blast radius of whatever the summary says is degraded, then a
+Markdown answer built from what the tools returned. It works against the mini Oikos test server
+and against `oikos_sim`, because it reads the tool results instead of assuming them.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from tests.fakes.anthropic_script import Reply
+
+UNHEALTHY = {"degraded", "down", "failing", "critical"}
+
+
+def offered_tool(request: dict[str, Any], suffix: str) -> str:
+    """The model-facing name of the offered tool whose name ends with `__<suffix>`."""
+    for tool in request.get("tools", []):
+        if tool["name"] == suffix or tool["name"].endswith(f"__{suffix}"):
+            return tool["name"]
+    raise AssertionError(f"no tool named like {suffix!r} was offered to the model")
+
+
+def last_tool_results(request: dict[str, Any]) -> list[dict[str, Any]]:
+    last = request["messages"][-1]
+    if last["role"] != "user":
+        return []
+    return [block for block in last["content"] if block.get("type") == "tool_result"]
+
+
+def tool_result_text(result: dict[str, Any]) -> str:
+    content = result.get("content", "")
+    if isinstance(content, str):
+        return content
+    return "".join(block.get("text", "") for block in content if block.get("type") == "text")
+
+
+def _json_objects(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def _walk(value: Any) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    if isinstance(value, dict):
+        found.append(value)
+        for item in value.values():
+            found.extend(_walk(item))
+    elif isinstance(value, list):
+        for item in value:
+            found.extend(_walk(item))
+    return found
+
+
+def degraded_slug(text: str) -> str | None:
+    """The first entity the health summary reports as unhealthy."""
+    for item in _walk(_json_objects(text)):
+        if isinstance(item.get("slug"), str) and str(item.get("health", "")).lower() in UNHEALTHY:
+            return item["slug"]
+    return None
+
+
+def dependants(text: str) -> list[tuple[str, int]]:
+    return [
+        (item["slug"], int(item["depth"]))
+        for item in _walk(_json_objects(text))
+        if isinstance(item.get("slug"), str) and isinstance(item.get("depth"), int)
+    ]
+
+
+@dataclass
+class DegradedInvestigator:
+    """Health summary → blast radius → a streamed Markdown answer."""
+
+    chunk: int = 8
+    delay: float = 0.0
+    answers: list[str] = field(default_factory=list)
+    slug: str | None = None
+
+    def __call__(self, request: dict[str, Any]) -> Reply:
+        results = last_tool_results(request)
+        if not results:
+            return Reply.tool_use(offered_tool(request, "get_health_summary"), {}, delay=self.delay)
+        text = tool_result_text(results[0])
+        if self.slug is None or not dependants(text):
+            slug = degraded_slug(text)
+            if slug is None:
+                return self._answer(f"I could not read the health summary: {text[:200]}")
+            self.slug = slug
+            return Reply.tool_use(offered_tool(request, "get_blast_radius"), {"slug": slug}, delay=self.delay)
+        lines = [f"**{self.slug}** is degraded. What depends on it:", ""]
+        lines += [f"- `{slug}` (depth {depth})" for slug, depth in dependants(text)]
+        return self._answer("\n".join(lines))
+
+    def _answer(self, answer: str) -> Reply:
+        self.answers.append(answer)
+        return Reply.text(answer, chunk=self.chunk, delay=self.delay)
