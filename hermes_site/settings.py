@@ -188,3 +188,13 @@ HERMES_MCP_CONFIG = env_str("HERMES_MCP_CONFIG")
 OIKOS_MCP_URL = env_str("OIKOS_MCP_URL")
 OIKOS_MCP_TOKEN = env_str("OIKOS_MCP_TOKEN")
 HERMES_MCP_TIMEOUT = env_float("HERMES_MCP_TIMEOUT", 180.0, minimum=1.0)
+
+# --- Oikos REST (control room, approvals, events) --------------------------------------------------
+
+# --- HTTP API --------------------------------------------------------------------------------------
+
+# --- Access control --------------------------------------------------------------------------------
+
+# --- Agent interop (MCP server, A2A) ---------------------------------------------------------------
+
+# --- Observability ---------------------------------------------------------------------------------
