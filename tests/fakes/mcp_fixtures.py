@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from pytest_django.fixtures import Settings as DjangoSettings
 
-from agent.tools import tool_hub_close
+from agent.tools import ToolHub, tool_hub_close
 from tests.fakes.mcp_servers import DEFAULT_TOKEN, MCPTestServer
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -96,3 +96,11 @@ def mcp_oikos_settings(mcp_http_server: MCPTestServer, settings: DjangoSettings)
 async def mcp_hub_cleanup() -> AsyncIterator[None]:
     yield
     await tool_hub_close()
+
+
+@pytest.fixture
+async def hub(mcp_oikos_settings: MCPTestServer) -> AsyncIterator[ToolHub]:
+    """A tool hub connected to the mini Oikos as server `oikos`; closed after the test."""
+    tool_hub = ToolHub.from_settings()
+    yield tool_hub
+    await tool_hub.aclose()
