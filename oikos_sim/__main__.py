@@ -28,9 +28,7 @@ def _parser() -> argparse.ArgumentParser:
         description="A stand-in for Oikos (MCP at /mcp, REST at /api/v1) over a seeded, in-memory homelab.",
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
-    parser.add_argument(
-        "--port", type=int, default=8090, help="port to bind; 0 picks a free one (default: 8090)"
-    )
+    parser.add_argument("--port", type=int, default=8090, help="port to bind; 0 picks a free one (default: 8090)")
     parser.add_argument(
         "--execution-seconds",
         type=_non_negative,

@@ -213,9 +213,7 @@ class ExecutionDesk:
                 execution.decided_by = "policy:auto-act"
                 execution.decided_at = execution.requested_at
                 self._start(execution)
-        detail = f"{classification.risk_class}, {classification.approval_mode}" + (
-            f": {reason}" if reason else ""
-        )
+        detail = f"{classification.risk_class}, {classification.approval_mode}" + (f": {reason}" if reason else "")
         self.world.audit_record(
             actor=requested_by,
             action=execution.action,
@@ -307,9 +305,7 @@ class ExecutionDesk:
             execution.started_at = utc_now()
             self.events.publish("execution.started", self._execution_event(execution))
         await asyncio.sleep(self.execution_seconds)
-        outcome = procedure_run(
-            self.world, target=execution.target, action=execution.action, params=execution.params
-        )
+        outcome = procedure_run(self.world, target=execution.target, action=execution.action, params=execution.params)
         self.world.journal_append(execution.target, outcome.journal)
         with self.lock:
             execution.status = "completed" if outcome.ok else "failed"

@@ -69,9 +69,7 @@ _OVERRIDES: dict[str, list[MetricSpec]] = {
         MetricSpec("wal_size_gib", "GiB", 17.9, 0, 0.05, ramp_from=1.0, ramp_from_incident=True),
         MetricSpec("disk_pct", "%", 91.1, 0, 0.05, 100, ramp_from=63.2, ramp_from_incident=True),
     ],
-    "lxc:postgres": [
-        MetricSpec("disk_pct", "%", 91.1, 0, 0.05, 100, ramp_from=63.2, ramp_from_incident=True)
-    ],
+    "lxc:postgres": [MetricSpec("disk_pct", "%", 91.1, 0, 0.05, 100, ramp_from=63.2, ramp_from_incident=True)],
     "service:pbs": [MetricSpec("datastore_pct", "%", 97.1, 0, 0.05, 100, ramp_from=88.0, ramp_hours=14)],
     "service:jellyfin": [
         MetricSpec("active_streams", "", 1.2, 1.8, 0.4),
@@ -99,9 +97,7 @@ def _spec_for(world: World, slug: str, metric: str) -> MetricSpec:
 def _sample(world: World, slug: str, spec: MetricSpec, moment: datetime) -> float:
     index = int(moment.timestamp() // STEP.total_seconds())
     value = spec.base
-    ramp_start = (
-        world.incident_since if spec.ramp_from_incident else world.anchor - timedelta(hours=spec.ramp_hours)
-    )
+    ramp_start = world.incident_since if spec.ramp_from_incident else world.anchor - timedelta(hours=spec.ramp_hours)
     if spec.ramp_from is not None and moment < world.anchor:
         span = (world.anchor - ramp_start).total_seconds()
         progress = 0.0 if moment <= ramp_start else (moment - ramp_start).total_seconds() / span
@@ -115,9 +111,7 @@ def _sample(world: World, slug: str, spec: MetricSpec, moment: datetime) -> floa
     return round(value, 2)
 
 
-def metric_series(
-    world: World, slug: str, metric: str, *, since_minutes: int, step_minutes: int = 5
-) -> dict[str, Any]:
+def metric_series(world: World, slug: str, metric: str, *, since_minutes: int, step_minutes: int = 5) -> dict[str, Any]:
     """Samples of ``metric`` for ``slug`` over the last ``since_minutes``, oldest first."""
     spec = _spec_for(world, slug, metric)
     if step_minutes < 5 or step_minutes % 5:

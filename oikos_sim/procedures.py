@@ -58,9 +58,7 @@ def _restart(world: World, entity: Entity, params: dict[str, Any]) -> Outcome:
         )
     else:
         entity.attrs["booted_at"] = utc_now()
-        outcome = Outcome(
-            True, [f"$ ssh root@{entity.attrs['fqdn']} systemctl reboot", "node back, quorum OK"]
-        )
+        outcome = Outcome(True, [f"$ ssh root@{entity.attrs['fqdn']} systemctl reboot", "node back, quorum OK"])
     if entity.health != "healthy" and entity.attrs.pop("restart_clears", False):
         outcome.health = ("healthy", None)
     return outcome
@@ -135,9 +133,7 @@ def _destroy(world: World, entity: Entity, params: dict[str, Any]) -> Outcome:
     entity.updated_at = utc_now()
     vmid = entity.attrs.get("vmid")
     step = f"$ pct destroy {vmid} --purge" if vmid else f"removed {entity.slug}"
-    return Outcome(
-        True, [f"$ pct stop {vmid}" if vmid else "stopped", step], health=("down", "destroyed on request")
-    )
+    return Outcome(True, [f"$ pct stop {vmid}" if vmid else "stopped", step], health=("down", "destroyed on request"))
 
 
 _PROCEDURES = {

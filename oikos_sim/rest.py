@@ -89,14 +89,10 @@ def rest_routes(state: SimState, *, heartbeat_seconds: float) -> list[Route]:
             return _error(400, "invalid_request", str(error))
         operator = body.get("operator")
         if not isinstance(operator, str) or not operator.strip():
-            return _error(
-                403, "operator_required", 'A decision needs the deciding operator: {"operator": "alice"}.'
-            )
+            return _error(403, "operator_required", 'A decision needs the deciding operator: {"operator": "alice"}.')
         operator = operator.strip()
         if operator.startswith("agent:") or len(operator) > MAX_OPERATOR:
-            return _error(
-                403, "forbidden", f"{operator[:MAX_OPERATOR]!r} cannot decide approvals; an operator must."
-            )
+            return _error(403, "forbidden", f"{operator[:MAX_OPERATOR]!r} cannot decide approvals; an operator must.")
         try:
             approval = desk.decide(
                 request.path_params["approval_id"], approve=approve, operator=operator, via=via, reason=reason
@@ -104,9 +100,7 @@ def rest_routes(state: SimState, *, heartbeat_seconds: float) -> list[Route]:
         except NotFound as error:
             return _error(404, "not_found", str(error))
         except AlreadyDecided as error:
-            return _error(
-                409, "already_decided", str(error), decided_by=error.decided_by, status=error.status
-            )
+            return _error(409, "already_decided", str(error), decided_by=error.decided_by, status=error.status)
         execution = desk.execution_get(approval.execution_id)
         return JSONResponse(approval.as_dict() | {"execution": execution_detail(execution)})
 

@@ -99,9 +99,7 @@ def base_url(sock: socket.socket) -> str:
 
 
 def uvicorn_server(app: Starlette) -> uvicorn.Server:
-    config = uvicorn.Config(
-        app, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=2
-    )
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=2)
     return uvicorn.Server(config)
 
 
@@ -154,9 +152,7 @@ def serve_in_thread(
     table = TokenTable(tokens if tokens is not None else tokens_from_env(os.environ))
     state = state_create(tokens=table, execution_seconds=execution_seconds)
     ready = threading.Event()
-    app = app_build(
-        state, host=host, signal_interval=signal_interval, heartbeat_seconds=heartbeat_seconds, ready=ready
-    )
+    app = app_build(state, host=host, signal_interval=signal_interval, heartbeat_seconds=heartbeat_seconds, ready=ready)
     server = uvicorn_server(app)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="oikos_sim", daemon=True)
     thread.start()

@@ -82,9 +82,7 @@ class World:
             key=lambda slug: (close.index(candidates[slug].name), candidates[slug].type != kind, slug),
         )
         hint = f" Did you mean: {', '.join(suggestions[:4])}?" if suggestions else ""
-        return (
-            f"Unknown {what} {given!r}.{hint} Slugs look like {SLUG_EXAMPLES}; list_entities shows them all."
-        )
+        return f"Unknown {what} {given!r}.{hint} Slugs look like {SLUG_EXAMPLES}; list_entities shows them all."
 
     def guest_of(self, entity: Entity) -> Entity | None:
         """The LXC/VM a service runs on (or the entity itself when it is a guest)."""
@@ -94,17 +92,13 @@ class World:
         return self.entities.get(runs_on) if isinstance(runs_on, str) else None
 
     def services_on(self, guest_slug: str) -> list[Entity]:
-        return [
-            e for e in self.entities.values() if e.type == "service" and e.attrs.get("runs_on") == guest_slug
-        ]
+        return [e for e in self.entities.values() if e.type == "service" and e.attrs.get("runs_on") == guest_slug]
 
     # -- writes ------------------------------------------------------------------------------
 
     def audit_record(self, *, actor: str, action: str, target: str, detail: str, result: str) -> AuditEntry:
         with self.lock:
-            entry = AuditEntry(
-                f"aud-{len(self.audit) + 1:04d}", utc_now(), actor, action, target, detail, result
-            )
+            entry = AuditEntry(f"aud-{len(self.audit) + 1:04d}", utc_now(), actor, action, target, detail, result)
             self.audit.append(entry)
             return entry
 
@@ -113,9 +107,7 @@ class World:
     ) -> ActivityEntry:
         with self.lock:
             number = int(self.activity[-1].id.split("-")[1]) + 1 if self.activity else 1
-            entry = ActivityEntry(
-                f"act-{number:04d}", utc_now(), actor, tool, arguments, is_error, duration_ms
-            )
+            entry = ActivityEntry(f"act-{number:04d}", utc_now(), actor, tool, arguments, is_error, duration_ms)
             self.activity.append(entry)
             del self.activity[:-ACTIVITY_LIMIT]
             return entry
@@ -131,9 +123,7 @@ class World:
                     signal.summary = summary
                     signal.severity = severity
                     return signal
-            signal = Signal(
-                f"sig-{len(self.signals) + 1:04d}", slug, kind, severity, "firing", summary, now, now
-            )
+            signal = Signal(f"sig-{len(self.signals) + 1:04d}", slug, kind, severity, "firing", summary, now, now)
             self.signals.append(signal)
             return signal
 

@@ -147,24 +147,19 @@ def _degrade_postgres(entities: dict[str, Entity], anchor: datetime) -> None:
 
 
 def fleet_entities(anchor: datetime) -> dict[str, Entity]:
-    entities = {
-        e.slug: e for e in _host_entities(anchor) + _guest_entities(anchor) + _service_entities(anchor)
-    }
+    entities = {e.slug: e for e in _host_entities(anchor) + _guest_entities(anchor) + _service_entities(anchor)}
     _degrade_postgres(entities, anchor)
     return entities
 
 
 def fleet_relations() -> list[Relation]:
     guest_kind = {guest.name: guest.kind for guest in GUESTS}
-    relations = [
-        Relation(f"{g.kind}:{g.name}", "runs_on", f"host:{g.host}", f"vmid {g.vmid}") for g in GUESTS
-    ]
+    relations = [Relation(f"{g.kind}:{g.name}", "runs_on", f"host:{g.host}", f"vmid {g.vmid}") for g in GUESTS]
     relations += [
         Relation(f"service:{s.name}", "runs_on", f"{guest_kind[s.guest]}:{s.guest}", s.unit) for s in SERVICES
     ]
     relations += [
-        Relation(f"service:{source}", "depends_on", f"service:{target}", note)
-        for source, target, note in DEPENDS_ON
+        Relation(f"service:{source}", "depends_on", f"service:{target}", note) for source, target, note in DEPENDS_ON
     ]
     relations += [
         Relation(f"service:{s.name}", "fronted_by", "service:caddy", f"{s.name}.{DOMAIN}")

@@ -346,9 +346,7 @@ def seed_timeline(anchor: datetime) -> list[TimelineEvent]:
         ),
         TimelineEvent(ago(failing, minutes=41), "signal.fired", "service:pbs", "datastore hubris above 95%"),
         TimelineEvent(failing, "signal.fired", "service:postgres", "WAL archiving started failing"),
-        TimelineEvent(
-            ago(anchor, hours=3, minutes=5), "signal.fired", "service:postgres", "disk usage above 85%"
-        ),
+        TimelineEvent(ago(anchor, hours=3, minutes=5), "signal.fired", "service:postgres", "disk usage above 85%"),
         TimelineEvent(
             ago(anchor, hours=3, minutes=5),
             "entity.health_changed",
@@ -360,9 +358,7 @@ def seed_timeline(anchor: datetime) -> list[TimelineEvent]:
 
 def seed_activity(anchor: datetime) -> list[ActivityEntry]:
     def entry(n: int, minutes: float, tool: str, arguments: dict[str, object], ms: int) -> ActivityEntry:
-        return ActivityEntry(
-            f"act-{n:04d}", ago(anchor, minutes=minutes), "agent:hermes", tool, arguments, False, ms
-        )
+        return ActivityEntry(f"act-{n:04d}", ago(anchor, minutes=minutes), "agent:hermes", tool, arguments, False, ms)
 
     return [
         entry(1, 1170, "get_health_summary", {}, 14),

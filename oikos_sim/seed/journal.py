@@ -241,12 +241,7 @@ POSTGRES_INCIDENT = (
 def _journal_text(
     slug: str, profile: JournalProfile, moment: datetime, index: int, incident_since: datetime | None
 ) -> str:
-    if (
-        slug == "service:postgres"
-        and incident_since is not None
-        and moment >= incident_since
-        and index % 2 == 0
-    ):
+    if slug == "service:postgres" and incident_since is not None and moment >= incident_since and index % 2 == 0:
         template = POSTGRES_INCIDENT[(index // 2) % len(POSTGRES_INCIDENT)]
         return template.format(segment=f"{index % 0xFF:08X}")
     return profile.routine[index % len(profile.routine)]

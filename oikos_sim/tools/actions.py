@@ -17,9 +17,7 @@ from oikos_sim.tools.base import READ_ONLY, Slug, actor_of, guarded, json_result
 
 # The longest request_execution waits for an auto-act run before answering "running".
 AUTO_ACT_WAIT_SECONDS = 5.0
-MUTATING = ToolAnnotations(
-    read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False
-)
+MUTATING = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False)
 
 Action = Annotated[str, Field(description=f"One of: {', '.join(ACTIONS)}.", min_length=1, max_length=40)]
 Reason = Annotated[
@@ -27,9 +25,7 @@ Reason = Annotated[
 ]
 Params = Annotated[
     dict[str, str | int | float | bool] | None,
-    Field(
-        description='Action parameters, e.g. {"version": "10.10.3"} for deploy, {"key": "value"} for config.'
-    ),
+    Field(description='Action parameters, e.g. {"version": "10.10.3"} for deploy, {"key": "value"} for config.'),
 ]
 ApprovalState = Annotated[
     Literal["pending", "approved", "denied", "all"], Field(description="Which approvals (default pending).")
@@ -81,9 +77,7 @@ def register_action_tools(mcp: MCPServer, state: SimState) -> None:
         (status completed or failed). deploy and config (config_mutation) and rollback, destroy and
         wipe (destructive) are parked: this returns status proposed, needs_approval true and an
         approval_id, and an operator decides in the control room. Never retry a parked request."""
-        execution = desk.request(
-            target=target, action=action, requested_by=actor_of(ctx), reason=reason, params=params
-        )
+        execution = desk.request(target=target, action=action, requested_by=actor_of(ctx), reason=reason, params=params)
         if not execution.needs_approval:
             execution = await desk.finished(execution.id, within=AUTO_ACT_WAIT_SECONDS)
         return json_result(execution_summary(execution))

@@ -32,9 +32,7 @@ def _timeline(state: SimState) -> list[TimelineEvent]:
         if event.type.startswith("approval."):
             summary = f"{data['approval_id']} {data['status']}: {data['action']} of {data['target']}"
         elif event.type == "entity.health_changed":
-            summary = f"{data['from']} -> {data['to']}" + (
-                f": {data['reason']}" if data.get("reason") else ""
-            )
+            summary = f"{data['from']} -> {data['to']}" + (f": {data['reason']}" if data.get("reason") else "")
         live.append(TimelineEvent(event.at, event.type, slug, str(summary)))
     return sorted([*state.world.timeline, *live], key=lambda e: e.at)
 
@@ -48,9 +46,7 @@ def register_history_tools(mcp: MCPServer, state: SimState) -> None:
         """Changes made to one entity (deploys, config changes, restarts, decisions), newest first. For a
         container or VM this includes changes to the services it runs."""
         entity = world.entity_get(slug)
-        related = (
-            {slug} | {s.slug for s in world.services_on(slug)} if entity.type in ("lxc", "vm") else {slug}
-        )
+        related = {slug} | {s.slug for s in world.services_on(slug)} if entity.type in ("lxc", "vm") else {slug}
         entries = [a for a in reversed(world.audit) if a.target in related][:limit]
         return json_result({"slug": slug, "count": len(entries), "changes": jsonable(entries)})
 
@@ -91,9 +87,9 @@ def register_history_tools(mcp: MCPServer, state: SimState) -> None:
         if slug is not None:
             world.entity_get(slug)
         signals = sorted(world.signals, key=lambda s: s.last_seen, reverse=True)
-        selected = [
-            s for s in signals if (slug is None or s.slug == slug) and (status is None or s.state == status)
-        ][:limit]
+        selected = [s for s in signals if (slug is None or s.slug == slug) and (status is None or s.state == status)][
+            :limit
+        ]
         return json_result({"count": len(selected), "signals": jsonable(selected)})
 
     @mcp.tool(annotations=READ_ONLY)

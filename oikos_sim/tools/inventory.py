@@ -17,9 +17,7 @@ from oikos_sim.records import Entity, jsonable
 from oikos_sim.state import SimState
 from oikos_sim.tools.base import READ_ONLY, HostFilter, Slug, guarded, json_result
 
-EntityKind = Annotated[
-    Literal["host", "lxc", "vm", "service"] | None, Field(description="Only entities of this type.")
-]
+EntityKind = Annotated[Literal["host", "lxc", "vm", "service"] | None, Field(description="Only entities of this type.")]
 HealthFilter = Annotated[
     Literal["healthy", "degraded", "down"] | None, Field(description="Only entities with this health.")
 ]
@@ -116,12 +114,8 @@ def register_inventory_tools(mcp: MCPServer, state: SimState) -> None:
             "health_reason": entity.health_reason,
             "version": entity.version,
             "runs_on": [r["target"] for r in relations if r["direction"] == "out" and r["type"] == "runs_on"],
-            "depends_on": [
-                r["target"] for r in relations if r["direction"] == "out" and r["type"] == "depends_on"
-            ],
-            "fronted_by": [
-                r["target"] for r in relations if r["direction"] == "out" and r["type"] == "fronted_by"
-            ],
+            "depends_on": [r["target"] for r in relations if r["direction"] == "out" and r["type"] == "depends_on"],
+            "fronted_by": [r["target"] for r in relations if r["direction"] == "out" and r["type"] == "fronted_by"],
             "dependants": [r["source"] for r in relations if r["direction"] == "in"],
             "blast_radius_size": len(blast_radius(world, slug, 3)),
             "disk_pct": entity.disk_pct,

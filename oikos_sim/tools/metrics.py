@@ -36,9 +36,7 @@ def register_metric_tools(mcp: MCPServer, state: SimState) -> None:
     ) -> CallToolResult:
         """Samples of one metric for one entity as [timestamp, value] pairs, oldest first (scraped every
         5 minutes). At most 500 points: widen step_minutes for long windows."""
-        return json_result(
-            metric_series(world, slug, metric, since_minutes=since_minutes, step_minutes=step_minutes)
-        )
+        return json_result(metric_series(world, slug, metric, since_minutes=since_minutes, step_minutes=step_minutes))
 
     @mcp.tool(annotations=READ_ONLY)
     @guarded

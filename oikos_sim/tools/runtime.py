@@ -16,9 +16,7 @@ from oikos_sim.state import SimState
 from oikos_sim.tools.base import READ_ONLY, ServiceName, guarded, json_result
 
 Lines = Annotated[int, Field(description="How many journal lines (1-500), newest last.", ge=1, le=500)]
-Grep = Annotated[
-    str | None, Field(description="Only lines containing this text (case-insensitive).", max_length=200)
-]
+Grep = Annotated[str | None, Field(description="Only lines containing this text (case-insensitive).", max_length=200)]
 _TLS_DAYS_LEFT = 61  # *.hubris.network was renewed two days before the world's anchor
 
 

@@ -11,7 +11,7 @@ import pytest
 from channels.db import database_sync_to_async
 
 from agent.engine.budgets import Budgets
-from agent.engine.events import Approval, Done, Error, TextDelta, ToolResult, ToolUse
+from agent.engine.events import Done, Error, TextDelta, ToolResult, ToolUse
 from agent.engine.runner import TurnRejected, turn_start
 from agent.models import Activity, AgentSession, Message, Turn
 from agent.tools import ToolHub
@@ -288,29 +288,6 @@ class TestTools:
         (result,) = _of(events, ToolResult)
         assert not result.is_error
         assert "The fleet answered" in "".join(d.text for d in _of(events, TextDelta))
-
-    async def test_a_parked_request_execution_raises_an_approval_event(self, llm: FakeAnthropic, hub: ToolHub) -> None:
-        # The mini Oikos has no request_execution; its `echo` stands in with Oikos's reply shape.
-        parked = {
-            "execution_id": "exe-0001",
-            "approval_id": "apr-0001",
-            "target": "service:jellyfin",
-            "action": "deploy",
-            "risk_class": "config_mutation",
-            "approval_mode": "operator-approval",
-            "status": "proposed",
-            "needs_approval": True,
-            "message": "deploy of service:jellyfin waits for an operator.",
-        }
-        spec = await hub.list_tools()
-        assert not [s for s in spec if s.tool == "request_execution"]
-        from agent.engine.approvals import approval_from_result
-
-        approval = approval_from_result(tool="request_execution", tool_use_id="toolu_1", structured=parked)
-        assert isinstance(approval, Approval)
-        assert (approval.approval_id, approval.target, approval.status) == ("apr-0001", "service:jellyfin", "proposed")
-        auto = {**parked, "approval_id": None, "needs_approval": False, "status": "completed"}
-        assert approval_from_result(tool="request_execution", tool_use_id="toolu_1", structured=auto) is None
 
 
 class TestFailures:

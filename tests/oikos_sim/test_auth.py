@@ -48,9 +48,7 @@ async def test_the_liveness_probe_needs_no_token(shared_sim: RunningSim) -> None
 class TestDecisions:
     async def _parked(self, sim: RunningSim) -> str:
         async with mcp_session(sim.mcp_url) as client:
-            parked = await tool_call(
-                client, "request_execution", {"target": "service:gitea", "action": "deploy"}
-            )
+            parked = await tool_call(client, "request_execution", {"target": "service:gitea", "action": "deploy"})
         return str(parked["approval_id"])
 
     async def test_the_agent_token_cannot_approve(self, sim: RunningSim) -> None:
@@ -70,9 +68,7 @@ class TestDecisions:
             ({"operator": "agent:hermes"}, "forbidden"),
         ],
     )
-    async def test_a_decision_needs_a_human_operator(
-        self, sim: RunningSim, body: dict[str, str], code: str
-    ) -> None:
+    async def test_a_decision_needs_a_human_operator(self, sim: RunningSim, body: dict[str, str], code: str) -> None:
         approval_id = await self._parked(sim)
         async with rest_client(sim) as api:
             response = await api.post(f"/approvals/{approval_id}/deny", json=body)
@@ -85,9 +81,7 @@ class TestDecisions:
             missing = await api.post("/approvals/apr-9999/approve", json={"operator": "alice"})
             malformed = await api.post(f"/approvals/{approval_id}/approve", content=b"{not json")
             listed = await api.get("/approvals", params={"status": "maybe"})
-            bad_execution = await api.post(
-                "/executions", json={"target": "service:jelyfin", "action": "restart"}
-            )
+            bad_execution = await api.post("/executions", json={"target": "service:jelyfin", "action": "restart"})
         assert (missing.status_code, missing.json()["error"]) == (404, "not_found")
         assert (malformed.status_code, malformed.json()["error"]) == (400, "invalid_request")
         assert listed.status_code == 400

@@ -21,9 +21,7 @@ LISTENING = re.compile(r"^oikos_sim listening on (http://127\.0\.0\.1:(\d+))$")
 
 
 @asynccontextmanager
-async def oikos_sim_process(
-    *args: str, env: dict[str, str] | None = None
-) -> AsyncIterator[asyncio.subprocess.Process]:
+async def oikos_sim_process(*args: str, env: dict[str, str] | None = None) -> AsyncIterator[asyncio.subprocess.Process]:
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "oikos_sim", *args,
         cwd=REPO,

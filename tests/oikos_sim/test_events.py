@@ -62,9 +62,7 @@ async def test_events_resumed_during_a_live_flow_arrive_in_order_without_gaps(si
     async def act() -> None:
         async with mcp_session(sim.mcp_url) as client:
             for service in ("caddy", "gitea", "grafana", "sonarr"):
-                await tool_call(
-                    client, "request_execution", {"target": f"service:{service}", "action": "restart"}
-                )
+                await tool_call(client, "request_execution", {"target": f"service:{service}", "action": "restart"})
 
     acting = asyncio.create_task(act())
     first = await events_read(sim, until=_count(3))
@@ -106,12 +104,8 @@ async def test_the_demo_pulse_fires_signals_and_health_changes_that_a_restart_cl
         async with mcp_session(demo.mcp_url) as client:
             summary = await tool_call(client, "get_health_summary")
             assert {d["slug"] for d in summary["degraded"]} == {"service:postgres", "service:sonarr"}
-            restart = await tool_call(
-                client, "request_execution", {"target": "service:sonarr", "action": "restart"}
-            )
+            restart = await tool_call(client, "request_execution", {"target": "service:sonarr", "action": "restart"})
             assert restart["status"] == "completed"
             assert (await tool_call(client, "get_entity", {"slug": "service:sonarr"}))["health"] == "healthy"
-        recovered = await events_read(
-            demo, last_event_id=2, until=lambda es: es[-1]["type"] == "entity.health_changed"
-        )
+        recovered = await events_read(demo, last_event_id=2, until=lambda es: es[-1]["type"] == "entity.health_changed")
         assert recovered[-1]["data"]["to"] == "healthy"

@@ -15,9 +15,7 @@ def _has(execution_id: str, event_type: str):
 
 async def test_a_restart_completes_by_itself(sim: RunningSim) -> None:
     async with mcp_session(sim.mcp_url) as client:
-        result = await tool_call(
-            client, "request_execution", {"target": "service:caddy", "action": "restart"}
-        )
+        result = await tool_call(client, "request_execution", {"target": "service:caddy", "action": "restart"})
     assert (result["risk_class"], result["approval_mode"], result["status"]) == (
         "reversible_low",
         "auto-act",
@@ -118,9 +116,7 @@ async def test_a_denied_deploy_ends_denied_and_never_runs(sim: RunningSim) -> No
 
 async def test_an_approved_deploy_onto_the_full_postgres_disk_fails(sim: RunningSim) -> None:
     async with mcp_session(sim.mcp_url) as client:
-        parked = await tool_call(
-            client, "request_execution", {"target": "service:postgres", "action": "deploy"}
-        )
+        parked = await tool_call(client, "request_execution", {"target": "service:postgres", "action": "deploy"})
     async with rest_client(sim) as api:
         await api.post(f"/approvals/{parked['approval_id']}/approve", json={"operator": "alice"})
         events = await events_read(sim, until=_has(parked["execution_id"], "execution.failed"))
@@ -132,9 +128,7 @@ async def test_an_approved_deploy_onto_the_full_postgres_disk_fails(sim: Running
 
 async def test_twenty_concurrent_decisions_have_exactly_one_winner(sim: RunningSim) -> None:
     async with mcp_session(sim.mcp_url) as client:
-        parked = await tool_call(
-            client, "request_execution", {"target": "service:vaultwarden", "action": "config"}
-        )
+        parked = await tool_call(client, "request_execution", {"target": "service:vaultwarden", "action": "config"})
     url = f"/approvals/{parked['approval_id']}"
     async with rest_client(sim) as api:
         responses = await asyncio.gather(
@@ -166,6 +160,4 @@ async def test_rest_executions_follow_the_same_policy(sim: RunningSim) -> None:
         assert restart.json()["requested_by"] == "service:hermes-controlroom"
         assert (rollback.json()["risk_class"], rollback.json()["status"]) == ("destructive", "proposed")
         await events_read(sim, until=_has(restart.json()["execution_id"], "execution.completed"))
-        assert (await api.get(f"/executions/{restart.json()['execution_id']}")).json()[
-            "status"
-        ] == "completed"
+        assert (await api.get(f"/executions/{restart.json()['execution_id']}")).json()["status"] == "completed"

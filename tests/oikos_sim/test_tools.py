@@ -68,18 +68,12 @@ class TestObserveTools:
         assert "WAL archiving" in degraded["reason"]
         assert "get_blast_radius(slug='service:postgres')" in summary["next_step"]
 
-    async def test_get_blast_radius_of_the_degraded_service_reaches_two_levels(
-        self, shared_sim: RunningSim
-    ) -> None:
+    async def test_get_blast_radius_of_the_degraded_service_reaches_two_levels(self, shared_sim: RunningSim) -> None:
         async with mcp_session(shared_sim.mcp_url) as client:
             radius = await tool_call(client, "get_blast_radius", {"slug": "service:postgres"})
         depth = {entry["slug"]: entry["depth"] for entry in radius["entries"]}
-        assert {"service:authentik", "service:gitea", "service:oikos"} <= {
-            s for s, d in depth.items() if d == 1
-        }
-        assert {"service:grafana", "service:woodpecker", "service:hermes"} <= {
-            s for s, d in depth.items() if d == 2
-        }
+        assert {"service:authentik", "service:gitea", "service:oikos"} <= {s for s, d in depth.items() if d == 1}
+        assert {"service:grafana", "service:woodpecker", "service:hermes"} <= {s for s, d in depth.items() if d == 2}
         grafana = next(e for e in radius["entries"] if e["slug"] == "service:grafana")
         assert grafana["via"] == "service:grafana depends_on service:authentik depends_on service:postgres"
 
@@ -111,9 +105,7 @@ class TestObserveTools:
 
     async def test_get_relations_shows_what_a_service_needs(self, shared_sim: RunningSim) -> None:
         async with mcp_session(shared_sim.mcp_url) as client:
-            relations = await tool_call(
-                client, "get_relations", {"slug": "service:authentik", "direction": "out"}
-            )
+            relations = await tool_call(client, "get_relations", {"slug": "service:authentik", "direction": "out"})
         edges = {(r["type"], r["target"]) for r in relations["relations"]}
         assert ("depends_on", "service:postgres") in edges
         assert ("runs_on", "lxc:authentik") in edges
@@ -151,9 +143,7 @@ class TestObserveTools:
     async def test_tail_log_shows_the_archive_failures(self, shared_sim: RunningSim) -> None:
         async with mcp_session(shared_sim.mcp_url) as client:
             log = await tool_call(client, "tail_log", {"service": "postgres", "lines": 20})
-            grepped = await tool_call(
-                client, "tail_log", {"service": "service:postgres", "grep": "ARCHIVE COMMAND"}
-            )
+            grepped = await tool_call(client, "tail_log", {"service": "service:postgres", "grep": "ARCHIVE COMMAND"})
         assert log["count"] == 20
         assert log["unit"] == "postgresql@16-main.service"
         assert all(" postgres postgres[412]: " in line for line in log["lines"])
@@ -192,9 +182,7 @@ class TestObserveTools:
 
     async def test_get_trend_sees_pg_wal_rising(self, shared_sim: RunningSim) -> None:
         async with mcp_session(shared_sim.mcp_url) as client:
-            trend = await tool_call(
-                client, "get_trend", {"slug": "service:postgres", "metric": "wal_size_gib"}
-            )
+            trend = await tool_call(client, "get_trend", {"slug": "service:postgres", "metric": "wal_size_gib"})
         assert trend["direction"] == "rising"
         assert trend["slope_per_hour"] > 0.5
         assert 17 < trend["last"] < 19
@@ -218,15 +206,11 @@ class TestOrientTools:
     async def test_get_skills_for_deploy(self, shared_sim: RunningSim) -> None:
         async with mcp_session(shared_sim.mcp_url) as client:
             skills = await tool_call(client, "get_skills", {"action": "deploy"})
-        assert [(s["name"], s["risk_class"]) for s in skills["skills"]] == [
-            ("deploy-release", "config_mutation")
-        ]
+        assert [(s["name"], s["risk_class"]) for s in skills["skills"]] == [("deploy-release", "config_mutation")]
 
     async def test_get_signal_history_of_firing_postgres_signals(self, shared_sim: RunningSim) -> None:
         async with mcp_session(shared_sim.mcp_url) as client:
-            signals = await tool_call(
-                client, "get_signal_history", {"slug": "service:postgres", "status": "firing"}
-            )
+            signals = await tool_call(client, "get_signal_history", {"slug": "service:postgres", "status": "firing"})
         assert {s["kind"] for s in signals["signals"]} == {"wal_archive_failing", "disk_usage_high"}
 
     async def test_get_event_timeline_tells_the_incident(self, shared_sim: RunningSim) -> None:
@@ -292,18 +276,14 @@ class TestActionTools:
         assert (verdict["risk_class"], verdict["approval_mode"]) == (risk_class, mode)
         assert verdict["needs_approval"] is (mode == "operator-approval")
 
-    async def test_preflight_warns_a_postgres_deploy_will_hit_the_full_disk(
-        self, shared_sim: RunningSim
-    ) -> None:
+    async def test_preflight_warns_a_postgres_deploy_will_hit_the_full_disk(self, shared_sim: RunningSim) -> None:
         async with mcp_session(shared_sim.mcp_url) as client:
             verdict = await tool_call(client, "preflight", {"target": "service:postgres", "action": "deploy"})
         assert any("ENOSPC" in warning for warning in verdict["warnings"])
 
     async def test_request_execution_auto_act_returns_the_outcome(self, shared_sim: RunningSim) -> None:
         async with mcp_session(shared_sim.mcp_url) as client:
-            result = await tool_call(
-                client, "request_execution", {"target": "service:caddy", "action": "reload"}
-            )
+            result = await tool_call(client, "request_execution", {"target": "service:caddy", "action": "reload"})
         assert set(result) == SUMMARY_KEYS
         assert (result["status"], result["needs_approval"], result["approval_id"]) == (
             "completed",
@@ -311,9 +291,7 @@ class TestActionTools:
             None,
         )
 
-    async def test_get_execution_and_list_approvals_follow_a_parked_request(
-        self, shared_sim: RunningSim
-    ) -> None:
+    async def test_get_execution_and_list_approvals_follow_a_parked_request(self, shared_sim: RunningSim) -> None:
         async with mcp_session(shared_sim.mcp_url) as client:
             parked = await tool_call(
                 client,
