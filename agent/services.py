@@ -89,9 +89,10 @@ def turn_begin(
         session = AgentSession.objects.create(actor=actor, origin=origin, title=session_title_from(text))
         created = True
     else:
-        session = AgentSession.objects.select_for_update().filter(pk=session_id).first()
-        if session is None:
+        found = AgentSession.objects.select_for_update().filter(pk=session_id).first()
+        if found is None:
             raise SessionNotFound(session_id)
+        session = found
         turns_interrupt_stale(session_id=session.pk, older_than=stale_after)
         _session_repair(session)
         if not session.title:

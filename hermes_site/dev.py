@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     env = dict(os.environ)
-    children: list[subprocess.Popen[str]] = []
+    children: list[subprocess.Popen[str] | subprocess.Popen[bytes]] = []
     if not env.get("OIKOS_MCP_URL") and not env.get("HERMES_MCP_CONFIG"):
         sim, sim_url = _oikos_sim_start(args.oikos_port, env)
         children.append(sim)

@@ -88,7 +88,7 @@ else:
     DATABASES = {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
-            "NAME": DATA_DIR / "hermes.sqlite3",
+            "NAME": str(DATA_DIR / "hermes.sqlite3"),
             "OPTIONS": _SQLITE_OPTIONS,
         }
     }
