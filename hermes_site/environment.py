@@ -6,6 +6,7 @@ compose stack. A malformed value fails at start-up with the variable's name, nev
 
 from __future__ import annotations
 
+import ipaddress
 import os
 
 from django.core.exceptions import ImproperlyConfigured
@@ -62,3 +63,27 @@ def env_list(name: str, default: list[str] | None = None) -> list[str]:
     if raw is None:
         return list(default or [])
     return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
+    """One of `choices` (case-insensitive); anything else stops start-up naming the options."""
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    value = raw.strip().lower()
+    if value not in choices:
+        raise ImproperlyConfigured(f"{name} must be one of {', '.join(choices)}, not {raw!r}")
+    return value
+
+
+def env_cidrs(name: str, default: list[str]) -> list[str]:
+    """A comma-separated list of IP networks (`100.64.0.0/10`, `::1`), checked and normalised."""
+    networks = []
+    for item in env_list(name, default):
+        try:
+            networks.append(str(ipaddress.ip_network(item, strict=False)))
+        except ValueError:
+            raise ImproperlyConfigured(
+                f"{name}: {item!r} is not an IP address or network (write e.g. 100.64.0.0/10 or ::1)"
+            ) from None
+    return networks

@@ -7,21 +7,45 @@ configuration table lists every variable read here.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
-from hermes_site.environment import env_bool, env_float, env_int, env_list, env_str
+from hermes_site.environment import env_bool, env_choice, env_cidrs, env_float, env_int, env_list, env_str
+from hermes_site.secret_key import secret_key_load
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(env_str("HERMES_DATA_DIR", str(BASE_DIR / "var")))
 
 # --- Django core -----------------------------------------------------------------------------------
 
+# `production` means "served to browsers over HTTPS": secure cookies, HSTS, redirects to HTTPS (see
+# "Access control" below), and no start without an explicit secret key and host list. The default,
+# `development`, needs no configuration at all.
+HERMES_ENV = env_choice("HERMES_ENV", "development", ("development", "production"))
+PRODUCTION = HERMES_ENV == "production"
+
 DEBUG = env_bool("HERMES_DEBUG", False)
-# A fixed development key keeps sessions valid across restarts on a laptop; production settings
-# (documented in the README) must set HERMES_SECRET_KEY, and `check --deploy` says so otherwise.
-SECRET_KEY = env_str("HERMES_SECRET_KEY") or "django-insecure-hermes-development-key-change-me"
+if PRODUCTION and DEBUG:
+    raise ImproperlyConfigured("HERMES_DEBUG must be off when HERMES_ENV=production: debug pages show settings.")
+
+SECRET_KEY = env_str("HERMES_SECRET_KEY")
+if not SECRET_KEY:
+    if PRODUCTION:
+        raise ImproperlyConfigured(
+            "HERMES_SECRET_KEY must be set when HERMES_ENV=production (every Hermes process of a deployment "
+            "needs the same one), e.g. the output of: python -c 'import secrets; print(secrets.token_urlsafe(50))'"
+        )
+    # Random per installation and kept across restarts; never a key that ships with the source.
+    SECRET_KEY = secret_key_load(DATA_DIR / "secret_key")
+
+if PRODUCTION and not env_str("HERMES_ALLOWED_HOSTS"):
+    raise ImproperlyConfigured(
+        "HERMES_ALLOWED_HOSTS must name the host(s) browsers reach Hermes at when HERMES_ENV=production, "
+        "e.g. oikos.example.net"
+    )
 ALLOWED_HOSTS = env_list("HERMES_ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
 
 INSTALLED_APPS = [
@@ -35,16 +59,21 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "channels",
     "django_htmx",
+    "access",
     "agent",
 ]
 
+# Network checks (mesh_only) and size limits run before Django, in the ASGI edge (hermes_site/asgi.py).
 MIDDLEWARE = [
+    "access.headers.content_security_policy_middleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Who is asking (HERMES_AUTH); refuses requests that may not be served before any view runs.
+    "access.middleware.operator_identity_middleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
@@ -198,6 +227,61 @@ HERMES_MCP_TIMEOUT = env_float("HERMES_MCP_TIMEOUT", 180.0, minimum=1.0)
 # --- HTTP API --------------------------------------------------------------------------------------
 
 # --- Access control --------------------------------------------------------------------------------
+
+# Who is asking. `local`: everyone on the allowed networks acts as HERMES_LOCAL_OPERATOR (development);
+# `proxy`: the operator named by the sign-in proxy's X-Authentik-* headers, believed only from
+# HERMES_TRUSTED_PROXY_CIDRS; `django`: Django's own login. HERMES_TRUSTED_PROXY=true selects `proxy`.
+HERMES_AUTH = env_choice("HERMES_AUTH", "local", ("local", "proxy", "django"))
+if env_bool("HERMES_TRUSTED_PROXY", False):
+    if env_str("HERMES_AUTH") and HERMES_AUTH != "proxy":
+        raise ImproperlyConfigured(f"HERMES_TRUSTED_PROXY=true selects HERMES_AUTH=proxy, not {HERMES_AUTH!r}")
+    HERMES_AUTH = "proxy"
+HERMES_LOCAL_OPERATOR = env_str("HERMES_LOCAL_OPERATOR", "operator").strip()
+if not re.fullmatch(r"[\w.@+-]{1,150}", HERMES_LOCAL_OPERATOR):
+    raise ImproperlyConfigured(
+        f"HERMES_LOCAL_OPERATOR must be a user name (letters, digits and . @ + - _), not {HERMES_LOCAL_OPERATOR!r}"
+    )
+HERMES_TRUSTED_PROXY_CIDRS = env_cidrs("HERMES_TRUSTED_PROXY_CIDRS", [])
+if HERMES_AUTH == "proxy" and not HERMES_TRUSTED_PROXY_CIDRS:
+    raise ImproperlyConfigured(
+        "HERMES_AUTH=proxy needs HERMES_TRUSTED_PROXY_CIDRS: the address(es) of the proxy whose X-Authentik-* "
+        "headers Hermes may believe, e.g. 172.20.0.0/16 for a compose network"
+    )
+# Proxy users in any of these groups (X-Authentik-Groups, `|`-separated) get the admin.
+HERMES_STAFF_GROUPS = env_list("HERMES_STAFF_GROUPS", [])
+# mesh_only: connections from anywhere else are refused before anything runs. The trusted proxies
+# are always allowed as well.
+HERMES_ALLOWED_CIDRS = env_cidrs("HERMES_ALLOWED_CIDRS", ["127.0.0.0/8", "::1/128", "100.64.0.0/10"])
+# The address Daphne is told to listen on (`daphne -b $HERMES_BIND`): Django cannot see the socket,
+# and `local` mode beyond loopback deserves a loud warning at start-up.
+HERMES_BIND = env_str("HERMES_BIND", "").strip()
+
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "admin:index"
+
+# Browser hardening. Only the trusted proxy may say the browser used HTTPS: the ASGI edge strips
+# X-Forwarded-Proto from every other peer, and without trusted proxies Django ignores the header.
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if HERMES_TRUSTED_PROXY_CIDRS else None
+SESSION_COOKIE_SECURE = PRODUCTION
+CSRF_COOKIE_SECURE = PRODUCTION
+SECURE_SSL_REDIRECT = PRODUCTION
+# Container health checks and Prometheus talk plain HTTP to the process itself.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^metrics$"]
+SECURE_HSTS_SECONDS = env_int("HERMES_HSTS_SECONDS", 31_536_000 if PRODUCTION else 0, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = SECURE_HSTS_SECONDS > 0
+# `preload` only permits submitting the domain to browsers' preload lists; it submits nothing.
+SECURE_HSTS_PRELOAD = env_bool("HERMES_HSTS_PRELOAD", SECURE_HSTS_SECONDS > 0)
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+# Hermes usually shares a host with Oikos behind one proxy: cookies of its own name avoid collisions.
+SESSION_COOKIE_NAME = "hermes_sessionid"
+CSRF_COOKIE_NAME = "hermes_csrftoken"
+# Our own static files and nothing else: no inline script, no eval, no third-party origin, no framing.
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; font-src 'self'; "
+    "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
 
 # --- Agent interop (MCP server, A2A) ---------------------------------------------------------------
 

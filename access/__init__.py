@@ -1,0 +1,1 @@
+"""Access control: which networks may connect, who is asking, and the browser-facing hardening."""
