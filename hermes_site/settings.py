@@ -255,6 +255,8 @@ HERMES_ALLOWED_CIDRS = env_cidrs("HERMES_ALLOWED_CIDRS", ["127.0.0.0/8", "::1/12
 # The address Daphne is told to listen on (`daphne -b $HERMES_BIND`): Django cannot see the socket,
 # and `local` mode beyond loopback deserves a loud warning at start-up.
 HERMES_BIND = env_str("HERMES_BIND", "").strip()
+# The largest request body or websocket message any part of Hermes accepts (413 / close 1009).
+HERMES_MAX_REQUEST_BYTES = env_int("HERMES_MAX_REQUEST_BYTES", 256 * 1024, minimum=1024)
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "admin:index"

@@ -1,0 +1,21 @@
+"""Every surface Hermes serves, for the tests that must hold on all of them.
+
+A route added to Hermes belongs here, so that the network check, the identity rules and the CSRF
+rules are proven on it too.
+"""
+
+from __future__ import annotations
+
+# (method, path) of every HTTP surface that needs an operator identity.
+HTTP_SURFACES: list[tuple[str, str]] = [
+    ("GET", "/admin/"),
+    ("GET", "/admin/agent/agentsession/"),
+]
+
+# Paths served without an identity (probes, the login form); still mesh-only.
+PUBLIC_HTTP_SURFACES: list[tuple[str, str]] = [
+    ("GET", "/accounts/login/"),
+]
+
+# Every websocket path.
+WEBSOCKET_SURFACES: list[str] = []

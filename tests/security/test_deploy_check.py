@@ -1,0 +1,81 @@
+"""`check --deploy` passes with the production settings the README documents, and start-up refuses
+production without what it needs."""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+import pytest
+
+from tests.security.subprocesses import clean_environment, manage
+
+# The README's production example ("Security" section), with a key of the documented kind.
+PRODUCTION = {
+    "HERMES_ENV": "production",
+    "HERMES_SECRET_KEY": "Zq8v1nS4-example-only-pV0tXc2LmRk9yB7wQe3JhUa6dGf5sNi0oTlEz",
+    "HERMES_ALLOWED_HOSTS": "oikos.example.net",
+    "HERMES_TRUSTED_PROXY": "true",
+    "HERMES_TRUSTED_PROXY_CIDRS": "172.20.0.0/16",
+    "HERMES_STAFF_GROUPS": "authentik Admins",
+    "HERMES_URL_PREFIX": "/agent",
+    "HERMES_BIND": "0.0.0.0",
+}
+
+
+def test_the_documented_production_settings_pass_check_deploy(tmp_path: Path) -> None:
+    result = manage("check", "--deploy", "--fail-level", "WARNING", env=clean_environment(tmp_path, **PRODUCTION))
+
+    assert result.returncode == 0, result.stderr
+    assert "no issues" in result.stdout
+
+
+def test_local_mode_does_not_pass_check_deploy(tmp_path: Path) -> None:
+    env = clean_environment(tmp_path, **{**PRODUCTION, "HERMES_TRUSTED_PROXY": "false", "HERMES_BIND": "127.0.0.1"})
+
+    result = manage("check", "--deploy", "--fail-level", "WARNING", env=env)
+
+    assert result.returncode != 0
+    assert "access.W002" in result.stderr
+
+
+def test_an_allowed_network_of_everything_does_not_pass_check_deploy(tmp_path: Path) -> None:
+    env = clean_environment(tmp_path, **PRODUCTION, HERMES_ALLOWED_CIDRS="0.0.0.0/0")
+
+    result = manage("check", "--deploy", "--fail-level", "WARNING", env=env)
+
+    assert result.returncode != 0
+    assert "access.W003" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        ({"HERMES_SECRET_KEY": ""}, "HERMES_SECRET_KEY"),
+        ({"HERMES_ALLOWED_HOSTS": ""}, "HERMES_ALLOWED_HOSTS"),
+        ({"HERMES_DEBUG": "true"}, "HERMES_DEBUG"),
+        ({"HERMES_TRUSTED_PROXY_CIDRS": ""}, "HERMES_TRUSTED_PROXY_CIDRS"),
+        ({"HERMES_TRUSTED_PROXY_CIDRS": "10.0.0.300/8"}, "HERMES_TRUSTED_PROXY_CIDRS"),
+        ({"HERMES_AUTH": "ldap"}, "HERMES_AUTH"),
+        ({"HERMES_AUTH": "django"}, "HERMES_TRUSTED_PROXY"),
+    ],
+    ids=["no-secret-key", "no-hosts", "debug", "no-proxy-cidrs", "bad-cidr", "unknown-mode", "contradiction"],
+)
+def test_production_refuses_to_start_without_what_it_needs(tmp_path: Path, change: dict[str, str], named: str) -> None:
+    result = manage("check", env=clean_environment(tmp_path, **{**PRODUCTION, **change}))
+
+    assert result.returncode != 0
+    assert "ImproperlyConfigured" in result.stderr
+    assert named in result.stderr.strip().splitlines()[-1]
+
+
+def test_development_needs_no_configuration_and_keeps_a_private_key(tmp_path: Path) -> None:
+    result = manage("check", env=clean_environment(tmp_path))
+
+    assert result.returncode == 0, result.stderr
+    key_file = tmp_path / "secret_key"
+    assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
+    assert len(key_file.read_text()) >= 50
+    code = "from django.conf import settings; print(settings.SECRET_KEY)"
+    again = manage("shell", "-c", code, env=clean_environment(tmp_path))
+    assert again.stdout.strip().splitlines()[-1] == key_file.read_text().strip(), "the same key on every start"
