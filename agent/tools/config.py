@@ -28,6 +28,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 from django.conf import settings
 
+from agent.tools.approval_guard import tool_decides_approvals, tool_withheld_report
+
 Transport = Literal["http", "stdio"]
 
 _TRANSPORT_NAMES: dict[str, Transport] = {
@@ -85,7 +87,11 @@ class ServerConfig:
         return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
     def allows(self, tool: str) -> bool:
-        """Whether the include/exclude filters let `tool` through (exact names or fnmatch patterns)."""
+        """Whether Hermes may offer `tool`: never one that decides approvals, otherwise what the
+        include/exclude filters let through (exact names or fnmatch patterns)."""
+        if tool_decides_approvals(tool):
+            tool_withheld_report(self.name, tool)
+            return False
         if self.include is not None and not any(fnmatchcase(tool, pattern) for pattern in self.include):
             return False
         return not any(fnmatchcase(tool, pattern) for pattern in self.exclude)
