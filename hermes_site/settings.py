@@ -80,7 +80,15 @@ _SQLITE_OPTIONS = {
 
 _database_url = env_str("DATABASE_URL")
 if _database_url:
-    DATABASES = {"default": dj_database_url.parse(_database_url, conn_max_age=0)}
+    # Persistent connections: a turn makes a dozen short writes, and opening a PostgreSQL
+    # connection for each one costs more than the write itself.
+    DATABASES = {
+        "default": dj_database_url.parse(
+            _database_url,
+            conn_max_age=env_int("HERMES_DB_CONN_MAX_AGE", 60, minimum=0),
+            conn_health_checks=True,
+        )
+    }
     if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         DATABASES["default"].setdefault("OPTIONS", {}).update(_SQLITE_OPTIONS)
 else:
