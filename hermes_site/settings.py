@@ -11,7 +11,7 @@ from pathlib import Path
 
 import dj_database_url
 
-from hermes_site.environment import env_bool, env_float, env_int, env_list, env_str
+from hermes_site.environment import env_bool, env_float, env_int, env_list, env_path_prefix, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(env_str("HERMES_DATA_DIR", str(BASE_DIR / "var")))
@@ -129,7 +129,7 @@ else:
 
 # --- Static files ----------------------------------------------------------------------------------
 
-STATIC_URL = "static/"
+# STATIC_URL is set under "HTTP API": it carries the URL prefix.
 STATIC_ROOT = Path(env_str("HERMES_STATIC_ROOT", str(BASE_DIR / "staticfiles")))
 STATICFILES_DIRS = [BASE_DIR / "static"]
 # WhiteNoise serves STATIC_ROOT too and warns when it is missing (before any collectstatic).
@@ -205,7 +205,22 @@ HERMES_MCP_TIMEOUT = env_float("HERMES_MCP_TIMEOUT", 180.0, minimum=1.0)
 
 # --- HTTP API --------------------------------------------------------------------------------------
 
+# Behind a proxy that maps e.g. `/agent/*` to Hermes (stripping the prefix or not), every link
+# Hermes builds must carry the prefix while routes still match the path without it.
+HERMES_URL_PREFIX = env_path_prefix("HERMES_URL_PREFIX")
+FORCE_SCRIPT_NAME = HERMES_URL_PREFIX or None
+STATIC_URL = f"{HERMES_URL_PREFIX}/static/"
+# Request bodies larger than this are refused (413) before they are parsed.
+HERMES_MAX_REQUEST_BYTES = env_int("HERMES_MAX_REQUEST_BYTES", 256 * 1024, minimum=1024)
+# Deeper JSON is refused (400) before it is parsed: nothing Hermes accepts nests this deep.
+HERMES_MAX_JSON_DEPTH = env_int("HERMES_MAX_JSON_DEPTH", 32, minimum=2)
+# A `/chat` stream silent for this long gets an SSE comment, so proxies keep it open during slow tools.
+HERMES_SSE_KEEPALIVE = env_float("HERMES_SSE_KEEPALIVE", 15.0, minimum=0.05)
+
 # --- Access control --------------------------------------------------------------------------------
+
+# Who a request acts as when it carries no other identity (the HTTP API, for now).
+HERMES_LOCAL_OPERATOR = env_str("HERMES_LOCAL_OPERATOR", "operator")
 
 # --- Agent interop (MCP server, A2A) ---------------------------------------------------------------
 
