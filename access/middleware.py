@@ -6,7 +6,8 @@ agree with the rest of Hermes. Refuses everything else that may not be served:
 
 - a `Refusal` from `identity_decide` → 403 (on a public path only the plain "not signed in" passes);
 - django mode without a signed-in user → the login form for a browser, 403 for a script;
-- an operator deactivated in the admin → 403.
+- an operator deactivated in the admin → 403;
+- no database to find the operator's user in → 503, as the HTTP API answers then.
 
 Views read the operator through `access.identity.operator_identity(request)`.
 """
@@ -19,6 +20,7 @@ from typing import Any
 from asgiref.sync import iscoroutinefunction, sync_to_async
 from django.conf import settings
 from django.contrib.auth.views import redirect_to_login
+from django.db import OperationalError
 from django.http import HttpRequest, HttpResponseBase
 from django.utils.decorators import sync_and_async_middleware
 
@@ -67,7 +69,10 @@ def request_identify(request: HttpRequest) -> HttpResponseBase | None:
             return None
         return refusal_response(403, decision.code, decision.message)
     if decision is FROM_SESSION:
-        identity = identity_from_user(request.user)
+        try:
+            identity = identity_from_user(request.user)
+        except OperationalError as exc:
+            return _database_unavailable(exc)
         if identity is None and not public:
             return _sign_in_required(request)
         request.operator = identity  # type: ignore[attr-defined]
@@ -75,7 +80,10 @@ def request_identify(request: HttpRequest) -> HttpResponseBase | None:
     assert isinstance(decision, Identity)
     if not public:
         # Probes skip this: they must answer without the database (a health check reports it down).
-        user = operator_user_sync(decision)
+        try:
+            user = operator_user_sync(decision)
+        except OperationalError as exc:
+            return _database_unavailable(exc)
         if not user.is_active:
             return refusal_response(403, "operator_disabled", f"The operator {user.username!r} is deactivated.")
         request.user = user
@@ -93,3 +101,7 @@ def _sign_in_required(request: HttpRequest) -> HttpResponseBase:
     if wants_page and not request.headers.get("HX-Request"):
         return redirect_to_login(request.get_full_path(), settings.LOGIN_URL)
     return refusal_response(403, "not_signed_in", "Sign in first: this request carries no operator identity.")
+
+
+def _database_unavailable(exc: OperationalError) -> HttpResponseBase:
+    return refusal_response(503, "database_unavailable", f"The database is not reachable: {exc}")

@@ -87,3 +87,12 @@ def env_cidrs(name: str, default: list[str]) -> list[str]:
                 f"{name}: {item!r} is not an IP address or network (write e.g. 100.64.0.0/10 or ::1)"
             ) from None
     return networks
+
+
+def env_path_prefix(name: str) -> str:
+    """A URL path prefix such as `/agent`: leading slash, no trailing slash; "" when unset or `/`."""
+    raw = os.environ.get(name, "").strip()
+    prefix = "/" + raw.strip("/") if raw.strip("/") else ""
+    if any(char in prefix for char in "?#% \\") or "//" in prefix:
+        raise ImproperlyConfigured(f"{name} must be a plain URL path such as /agent, not {raw!r}")
+    return prefix

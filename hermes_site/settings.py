@@ -13,7 +13,16 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from hermes_site.environment import env_bool, env_choice, env_cidrs, env_float, env_int, env_list, env_str
+from hermes_site.environment import (
+    env_bool,
+    env_choice,
+    env_cidrs,
+    env_float,
+    env_int,
+    env_list,
+    env_path_prefix,
+    env_str,
+)
 from hermes_site.secret_key import secret_key_load
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -109,7 +118,15 @@ _SQLITE_OPTIONS = {
 
 _database_url = env_str("DATABASE_URL")
 if _database_url:
-    DATABASES = {"default": dj_database_url.parse(_database_url, conn_max_age=0)}
+    # Persistent connections: a turn makes a dozen short writes, and opening a PostgreSQL
+    # connection for each one costs more than the write itself.
+    DATABASES = {
+        "default": dj_database_url.parse(
+            _database_url,
+            conn_max_age=env_int("HERMES_DB_CONN_MAX_AGE", 60, minimum=0),
+            conn_health_checks=True,
+        )
+    }
     if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         DATABASES["default"].setdefault("OPTIONS", {}).update(_SQLITE_OPTIONS)
 else:
@@ -150,7 +167,7 @@ else:
 
 # --- Static files ----------------------------------------------------------------------------------
 
-STATIC_URL = "static/"
+# STATIC_URL is set under "HTTP API": it carries the URL prefix.
 STATIC_ROOT = Path(env_str("HERMES_STATIC_ROOT", str(BASE_DIR / "staticfiles")))
 STATICFILES_DIRS = [BASE_DIR / "static"]
 # WhiteNoise serves STATIC_ROOT too and warns when it is missing (before any collectstatic).
@@ -226,6 +243,18 @@ HERMES_MCP_TIMEOUT = env_float("HERMES_MCP_TIMEOUT", 180.0, minimum=1.0)
 
 # --- HTTP API --------------------------------------------------------------------------------------
 
+# Behind a proxy that maps e.g. `/agent/*` to Hermes (stripping the prefix or not), every link
+# Hermes builds must carry the prefix while routes still match the path without it.
+HERMES_URL_PREFIX = env_path_prefix("HERMES_URL_PREFIX")
+FORCE_SCRIPT_NAME = HERMES_URL_PREFIX or None
+STATIC_URL = f"{HERMES_URL_PREFIX}/static/"
+# Request bodies and websocket messages larger than this are refused (413, close 1009) at the ASGI edge.
+HERMES_MAX_REQUEST_BYTES = env_int("HERMES_MAX_REQUEST_BYTES", 256 * 1024, minimum=1024)
+# Deeper JSON is refused (400) before it is parsed: nothing Hermes accepts nests this deep.
+HERMES_MAX_JSON_DEPTH = env_int("HERMES_MAX_JSON_DEPTH", 32, minimum=2)
+# A `/chat` stream silent for this long gets an SSE comment, so proxies keep it open during slow tools.
+HERMES_SSE_KEEPALIVE = env_float("HERMES_SSE_KEEPALIVE", 15.0, minimum=0.05)
+
 # --- Access control --------------------------------------------------------------------------------
 
 # Who is asking. `local`: everyone on the allowed networks acts as HERMES_LOCAL_OPERATOR (development);
@@ -255,8 +284,6 @@ HERMES_ALLOWED_CIDRS = env_cidrs("HERMES_ALLOWED_CIDRS", ["127.0.0.0/8", "::1/12
 # The address Daphne is told to listen on (`daphne -b $HERMES_BIND`): Django cannot see the socket,
 # and `local` mode beyond loopback deserves a loud warning at start-up.
 HERMES_BIND = env_str("HERMES_BIND", "").strip()
-# The largest request body or websocket message any part of Hermes accepts (413 / close 1009).
-HERMES_MAX_REQUEST_BYTES = env_int("HERMES_MAX_REQUEST_BYTES", 256 * 1024, minimum=1024)
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "admin:index"

@@ -358,3 +358,40 @@ class TestFailures:
         handle, live = await ask(QUESTION, hub)
         replay = await turn_collect(handle)
         assert [e.to_dict() for e in replay] == [e.to_dict() for e in live]
+
+
+class TestPromptAndModel:
+    async def test_the_persona_file_and_model_setting_shape_the_request(
+        self, llm: FakeAnthropic, hub: ToolHub, settings, tmp_path
+    ) -> None:
+        soul = tmp_path / "SOUL.md"
+        soul.write_text("You are Hermes of the Lab of Testing. Speak tersely.")
+        settings.HERMES_SOUL_PATH = str(soul)
+        settings.HERMES_MODEL = "claude-opus-5"
+        llm.enqueue(Reply.text("ok"))
+
+        await ask("hi", hub)
+
+        request = llm.requests[-1].body
+        assert request["model"] == "claude-opus-5"
+        system = request["system"][0]["text"]
+        assert system.startswith("You are Hermes of the Lab of Testing.")
+        assert "request_execution" in system  # the operating brief follows the persona
+        assert "operator:test" in system
+
+    async def test_the_default_model_and_bundled_persona(self, llm: FakeAnthropic, hub: ToolHub) -> None:
+        llm.enqueue(Reply.text("ok"))
+        await ask("hi", hub)
+        request = llm.requests[-1].body
+        assert request["model"] == "claude-sonnet-5"
+        assert request["system"][0]["text"].startswith("# Hermes")
+
+    async def test_a_missing_persona_file_is_refused_before_anything_is_stored(
+        self, llm: FakeAnthropic, hub: ToolHub, settings, tmp_path
+    ) -> None:
+        settings.HERMES_SOUL_PATH = str(tmp_path / "nowhere.md")
+        with pytest.raises(TurnRejected) as rejected:
+            await turn_start(text="hi", actor="operator:test", origin="test", hub=hub)
+        assert rejected.value.code == "persona_missing"
+        assert "HERMES_SOUL_PATH" in rejected.value.message
+        assert await database_sync_to_async(AgentSession.objects.count)() == 0
