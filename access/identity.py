@@ -51,6 +51,11 @@ class Identity:
     groups: tuple[str, ...] = ()
 
     @property
+    def actor(self) -> str:
+        """How sessions, turns and ledger rows this operator starts record who did it."""
+        return f"operator:{self.username}"
+
+    @property
     def is_staff(self) -> bool:
         """May use the admin: the local operator, and proxy users in HERMES_STAFF_GROUPS."""
         if self.via == "local":

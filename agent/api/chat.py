@@ -7,6 +7,7 @@ from django.http import HttpRequest, StreamingHttpResponse
 
 from agent.api.bodies import fields_check, json_object_read, session_id_parse
 from agent.api.errors import ApiError, api_view
+from agent.api.operator import request_actor
 from agent.api.sse import turn_event_stream
 from agent.engine.runner import TurnRejected, turn_start
 from agent.tools import MCPConfigError, tool_hub
@@ -40,7 +41,7 @@ async def chat(request: HttpRequest) -> StreamingHttpResponse:
     try:
         handle = await turn_start(
             text=message,
-            actor=settings.HERMES_LOCAL_OPERATOR,
+            actor=request_actor(request),
             origin="api",
             session_id=session_id,
             hub=hub,

@@ -14,13 +14,13 @@ import uuid
 from typing import Any
 
 from channels.db import database_sync_to_async
-from django.conf import settings
 from django.http import HttpRequest, JsonResponse
 from django.utils import timezone
 
 from agent import services
 from agent.api.bodies import fields_check, json_object_read
 from agent.api.errors import ApiError, api_view
+from agent.api.operator import request_actor
 from agent.tools import MCPConfigError, ToolHub, ToolOutcome, ToolSpec, tool_hub
 
 NATURAL_LANGUAGE_HINT = (
@@ -61,7 +61,7 @@ async def query(request: HttpRequest) -> JsonResponse:
     await database_sync_to_async(services.activity_record)(
         correlation_id=correlation_id,
         session_id=None,
-        actor=settings.HERMES_LOCAL_OPERATOR,
+        actor=request_actor(request),
         tool_use_id="",
         server=spec.server,
         tool=spec.tool,

@@ -77,7 +77,7 @@ class TestStreaming:
 
         detail = httpx2.get(f"{hermes.url}/sessions/{done.data['session_id']}").json()
         assert [turn["id"] for turn in detail["turns"]] == [done.data["turn_id"]]
-        assert detail["origin"] == "api" and detail["actor"] == "operator"
+        assert detail["origin"] == "api" and detail["actor"] == "operator:operator"
 
     def test_a_silent_turn_keeps_the_connection_alive_with_comments(self, hermes: Hermes) -> None:
         hermes.model.enqueue(Reply.tool_use("mcp__oikos__slow", {"seconds": 1.0}), Reply.text("Slept."))

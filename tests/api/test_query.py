@@ -50,7 +50,7 @@ class TestAnswers:
             "oikos",
             "get_blast_radius",
             False,
-            "operator",
+            "operator:operator",
         )
         assert _json(row["arguments"]) == {"slug": "service:authentik"}
         assert row["session_id"] is None

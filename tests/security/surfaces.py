@@ -6,14 +6,22 @@ rules are proven on it too.
 
 from __future__ import annotations
 
+SESSION = "0b7c61c5-2f4e-4d7e-9a55-7d7fbd1c2a10"
+
 # (method, path) of every HTTP surface that needs an operator identity.
 HTTP_SURFACES: list[tuple[str, str]] = [
     ("GET", "/admin/"),
     ("GET", "/admin/agent/agentsession/"),
+    ("POST", "/chat"),
+    ("GET", "/sessions"),
+    ("GET", f"/sessions/{SESSION}"),
+    ("POST", "/query"),
+    ("GET", "/openapi.json"),
 ]
 
 # Paths served without an identity (probes, the login form); still mesh-only.
 PUBLIC_HTTP_SURFACES: list[tuple[str, str]] = [
+    ("GET", "/healthz"),
     ("GET", "/accounts/login/"),
 ]
 

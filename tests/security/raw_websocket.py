@@ -1,0 +1,102 @@
+"""A minimal websocket client on a plain socket (RFC 6455), for tests against a real server.
+
+It can do what a browser library hides and these tests need: connect from a chosen source address
+(`127.0.0.2` is loopback too, but not `127.0.0.1`), send any `Origin`, and send one frame of any size.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import os
+import socket
+import struct
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+
+@dataclass
+class Handshake:
+    status: int
+    connection: socket.socket
+
+    def close(self) -> None:
+        self.connection.close()
+
+
+def websocket_open(
+    base_url: str,
+    path: str,
+    *,
+    origin: str | None,
+    source: str = "127.0.0.1",
+    headers: tuple[tuple[str, str], ...] = (),
+    timeout: float = 10.0,
+) -> Handshake:
+    """Send the opening handshake; `status` is 101 when the server accepted it."""
+    parts = urlsplit(base_url)
+    assert parts.hostname and parts.port
+    connection = socket.create_connection((parts.hostname, parts.port), timeout=timeout, source_address=(source, 0))
+    lines = [
+        f"GET {path} HTTP/1.1",
+        f"Host: {parts.netloc}",
+        "Upgrade: websocket",
+        "Connection: Upgrade",
+        f"Sec-WebSocket-Key: {base64.b64encode(os.urandom(16)).decode()}",
+        "Sec-WebSocket-Version: 13",
+        *([f"Origin: {origin}"] if origin else []),
+        *(f"{name}: {value}" for name, value in headers),
+    ]
+    connection.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
+    head = b""
+    while b"\r\n\r\n" not in head:
+        chunk = connection.recv(4096)
+        if not chunk:
+            break
+        head += chunk
+    status_line = head.split(b"\r\n", 1)[0].decode("latin-1")
+    status = int(status_line.split()[1]) if status_line.startswith("HTTP/") else 0
+    return Handshake(status=status, connection=connection)
+
+
+def websocket_send_text(handshake: Handshake, payload: bytes) -> None:
+    """One masked text frame carrying `payload` (a client must mask), however large."""
+    mask = os.urandom(4)
+    length = len(payload)
+    if length < 126:
+        header = struct.pack("!BB", 0x81, 0x80 | length)
+    elif length < 1 << 16:
+        header = struct.pack("!BBH", 0x81, 0x80 | 126, length)
+    else:
+        header = struct.pack("!BBQ", 0x81, 0x80 | 127, length)
+    # One XOR over the whole payload as an integer: fast even for 10 MB.
+    key = (mask * (length // 4 + 1))[:length]
+    masked = (int.from_bytes(payload, "big") ^ int.from_bytes(key, "big")).to_bytes(length, "big")
+    # The server may close the connection as soon as it has read the frame header.
+    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+        handshake.connection.sendall(header + mask + masked)
+
+
+def websocket_close_code(handshake: Handshake) -> int | None:
+    """Read frames until the server's close frame; its status code (None if the socket just ended)."""
+    buffer = b""
+    while True:
+        try:
+            chunk = handshake.connection.recv(65536)
+        except (ConnectionResetError, TimeoutError):
+            return None
+        if not chunk:
+            return None
+        buffer += chunk
+        while len(buffer) >= 2:
+            opcode, length = buffer[0] & 0x0F, buffer[1] & 0x7F
+            offset = 2
+            if length == 126:
+                length, offset = struct.unpack("!H", buffer[2:4])[0], 4
+            elif length == 127:
+                length, offset = struct.unpack("!Q", buffer[2:10])[0], 10
+            if len(buffer) < offset + length:
+                break
+            payload, buffer = buffer[offset : offset + length], buffer[offset + length :]
+            if opcode == 0x8:
+                return struct.unpack("!H", payload[:2])[0] if len(payload) >= 2 else None
