@@ -117,4 +117,7 @@ class TestImage:
         assert user and user.group(1).split(":")[0] not in ("root", "0")
         assert 'ENTRYPOINT ["/opt/hermes/docker/start.sh"]' in runtime
         assert "/healthz" in runtime.split("HEALTHCHECK", 1)[1]
-        assert "collectstatic" in self.dockerfile.split(" AS runtime", 1)[0]
+        build = self.dockerfile.split(" AS runtime", 1)[0]
+        # The manifest collectstatic writes at build is the one the runtime storage reads.
+        assert "HERMES_STATIC_MANIFEST=true" in build.split("collectstatic", 1)[0].rsplit("RUN", 1)[1]
+        assert "HERMES_STATIC_MANIFEST=true" in runtime

@@ -7,14 +7,14 @@ import os
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.deploy.oikos_rest import OIKOS_API_TOKEN, oikos_rest_server
+from oikos_sim.server import RunningSim
 from tests.fakes import FakeAnthropic
 from tests.fakes.mcp_servers import MCPTestServer
+from tests.fakes.oikos_fixtures import OPERATOR_TOKEN
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -33,15 +33,8 @@ def database(tmp_path_factory: pytest.TempPathFactory) -> str:
     return url
 
 
-@pytest.fixture(scope="module")
-def oikos_rest_url() -> Iterator[str]:
-    server = oikos_rest_server()
-    yield server.start() + "/api/v1"
-    server.stop()
-
-
 @pytest.fixture
-def env(database: str, fake_llm: FakeAnthropic, mcp_http_server: MCPTestServer, oikos_rest_url: str) -> dict[str, str]:
+def env(database: str, fake_llm: FakeAnthropic, mcp_http_server: MCPTestServer, oikos: RunningSim) -> dict[str, str]:
     """A healthy setup: every part Hermes depends on is up and configured, nothing insecure."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "HERMES_", "OIKOS_"))}
     return {
@@ -51,8 +44,9 @@ def env(database: str, fake_llm: FakeAnthropic, mcp_http_server: MCPTestServer, 
         "DATABASE_URL": database,
         "OIKOS_MCP_URL": mcp_http_server.url,
         "OIKOS_MCP_TOKEN": mcp_http_server.token,
-        "OIKOS_API_URL": oikos_rest_url,
-        "OIKOS_API_TOKEN": OIKOS_API_TOKEN,
+        # The control room's Oikos REST API and token: oikos_sim's.
+        "OIKOS_API_URL": oikos.api_url,
+        "OIKOS_API_TOKEN": OPERATOR_TOKEN,
         "HERMES_SECRET_KEY": "doctor-test-secret-key-that-is-long-enough-to-be-real",
     }
 

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import sys
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -16,9 +14,8 @@ from agent.tools import ToolHub
 from tests.agent.conftest import ask
 from tests.fakes import FakeAnthropic, Reply
 from tests.fakes.anthropic_api import Responder
-from tests.fakes.mcp_fixtures import REPO_ROOT, WriteMCPConfig
 from tests.fakes.mcp_servers import MCPTestServer
-from tests.fakes.scripted_models import DegradedInvestigator
+from tests.fakes.scripted_models import DegradedInvestigator, ExecutionRequester
 from tests.observability.scrape import scrape
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -124,35 +121,21 @@ class TestToolCalls:
 
 
 class TestApprovals:
-    @pytest.fixture
-    async def parking_hub(self, mcp_config_file: WriteMCPConfig) -> AsyncIterator[ToolHub]:
-        mcp_config_file(
-            {
-                "oikos": {
-                    "command": sys.executable,
-                    "args": ["-m", "tests.observability.approval_mcp_server"],
-                    "cwd": str(REPO_ROOT),
-                }
-            }
-        )
-        hub = ToolHub.from_settings()
-        yield hub
-        await hub.aclose()
-
     async def test_an_execution_parked_for_approval_is_counted_as_raised(
-        self, llm: FakeAnthropic, parking_hub: ToolHub
+        self, llm: FakeAnthropic, oikos_hub: ToolHub
     ) -> None:
-        llm.enqueue(
-            Reply.tool_use("mcp__oikos__request_execution", {"target": "service:jellyfin", "action": "deploy"}),
-            Reply.text("The deploy waits for your approval."),
-        )
+        llm.responder = ExecutionRequester(target="service:jellyfin", action="deploy")
         before = await scrape()
 
-        _, events = await ask("deploy jellyfin", parking_hub)
+        _, events = await ask("deploy jellyfin", oikos_hub)
 
         after = await scrape()
         assert [e.risk_class for e in events if isinstance(e, Approval)] == ["config_mutation"]
         assert after.delta(before, "hermes_approvals_raised_total", risk_class="config_mutation") == 1
+        assert (
+            after.delta(before, "hermes_tool_call_duration_seconds_count", server="oikos", tool="request_execution")
+            == 1
+        )
 
     async def test_decisions_and_websockets_recorded_by_the_control_room_are_exported(self) -> None:
         before = await scrape()
