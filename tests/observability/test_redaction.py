@@ -79,9 +79,14 @@ class TestRedact:
 
     def test_the_longest_secret_wins_and_regex_characters_are_literal(self, configured: Settings) -> None:
         secrets_register(["prefix-secret", "prefix-secret-and-more", "p@ss.w*rd+(x)"])
-        assert redact("prefix-secret-and-more|prefix-secret|pXss.w*rd+(x)|p@ss.w*rd+(x)") == (
-            f"{REDACTED}|{REDACTED}|pXss.w*rd+(x)|{REDACTED}"
+        assert redact("prefix-secret-and-more|prefix-secret|prefix-secret-and-mo|pXss.w*rd+(x)|p@ss.w*rd+(x)") == (
+            f"{REDACTED}|{REDACTED}|{REDACTED}-and-mo|pXss.w*rd+(x)|{REDACTED}"
         )
+
+    def test_a_long_secret_such_as_a_private_key(self, configured: Settings) -> None:
+        key = "-----BEGIN PRIVATE KEY-----\n" + "MIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n" * 150 + "-----END PRIVATE KEY-----"
+        secrets_register([key])
+        assert redact(f"loaded {key} from disk") == f"loaded {REDACTED} from disk"
 
     def test_redact_value_walks_json_like_data(self, configured: Settings) -> None:
         value = {"content": [{"type": "text", "text": f"key {API_KEY}"}], "n": 3, "pair": (API_KEY, None)}
