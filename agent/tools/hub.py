@@ -153,11 +153,13 @@ class ToolHub:
         return _outcome(result, started)
 
     def _observe(self, name: str, outcome: ToolOutcome) -> None:
-        spec = self._specs.get(name)
-        server, tool = (spec.server, spec.tool) if spec else (metrics.UNKNOWN, metrics.UNKNOWN)
+        # A name listed once keeps its server and tool even while that server is down; a name
+        # never listed (the model made it up) is counted as unknown, to keep labels bounded.
+        known = self._names.resolve(name)
+        server, tool = known if known is not None else (metrics.UNKNOWN, metrics.UNKNOWN)
         error_kind = _error_kind(outcome)
         metrics.tool_call(server=server, tool=tool, duration_seconds=outcome.duration_ms / 1000, error_kind=error_kind)
-        fields: dict[str, Any] = {"server": server, "tool": tool if spec else name, "duration_ms": outcome.duration_ms}
+        fields: dict[str, Any] = {"server": server, "tool": tool if known else name, "duration_ms": outcome.duration_ms}
         if error_kind:
             log_event(
                 logger, "tool.call", **fields, outcome="error", error_kind=error_kind, error=_outcome_text(outcome)
