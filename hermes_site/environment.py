@@ -62,3 +62,12 @@ def env_list(name: str, default: list[str] | None = None) -> list[str]:
     if raw is None:
         return list(default or [])
     return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def env_path_prefix(name: str) -> str:
+    """A URL path prefix such as `/agent`: leading slash, no trailing slash; "" when unset or `/`."""
+    raw = os.environ.get(name, "").strip()
+    prefix = "/" + raw.strip("/") if raw.strip("/") else ""
+    if any(char in prefix for char in "?#% \\") or "//" in prefix:
+        raise ImproperlyConfigured(f"{name} must be a plain URL path such as /agent, not {raw!r}")
+    return prefix

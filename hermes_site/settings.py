@@ -13,7 +13,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from agent.logs import LOG_FORMATS, logging_config
-from hermes_site.environment import env_bool, env_float, env_int, env_list, env_str
+from hermes_site.environment import env_bool, env_float, env_int, env_list, env_path_prefix, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(env_str("HERMES_DATA_DIR", str(BASE_DIR / "var")))
@@ -82,7 +82,15 @@ _SQLITE_OPTIONS = {
 
 _database_url = env_str("DATABASE_URL")
 if _database_url:
-    DATABASES = {"default": dj_database_url.parse(_database_url, conn_max_age=0)}
+    # Persistent connections: a turn makes a dozen short writes, and opening a PostgreSQL
+    # connection for each one costs more than the write itself.
+    DATABASES = {
+        "default": dj_database_url.parse(
+            _database_url,
+            conn_max_age=env_int("HERMES_DB_CONN_MAX_AGE", 60, minimum=0),
+            conn_health_checks=True,
+        )
+    }
     if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         DATABASES["default"].setdefault("OPTIONS", {}).update(_SQLITE_OPTIONS)
 else:
@@ -123,7 +131,7 @@ else:
 
 # --- Static files ----------------------------------------------------------------------------------
 
-STATIC_URL = "static/"
+# STATIC_URL is set under "HTTP API": it carries the URL prefix.
 STATIC_ROOT = Path(env_str("HERMES_STATIC_ROOT", str(BASE_DIR / "staticfiles")))
 STATICFILES_DIRS = [BASE_DIR / "static"]
 # WhiteNoise serves STATIC_ROOT too and warns when it is missing (before any collectstatic).
@@ -192,7 +200,22 @@ HERMES_MCP_TIMEOUT = env_float("HERMES_MCP_TIMEOUT", 180.0, minimum=1.0)
 
 # --- HTTP API --------------------------------------------------------------------------------------
 
+# Behind a proxy that maps e.g. `/agent/*` to Hermes (stripping the prefix or not), every link
+# Hermes builds must carry the prefix while routes still match the path without it.
+HERMES_URL_PREFIX = env_path_prefix("HERMES_URL_PREFIX")
+FORCE_SCRIPT_NAME = HERMES_URL_PREFIX or None
+STATIC_URL = f"{HERMES_URL_PREFIX}/static/"
+# Request bodies larger than this are refused (413) before they are parsed.
+HERMES_MAX_REQUEST_BYTES = env_int("HERMES_MAX_REQUEST_BYTES", 256 * 1024, minimum=1024)
+# Deeper JSON is refused (400) before it is parsed: nothing Hermes accepts nests this deep.
+HERMES_MAX_JSON_DEPTH = env_int("HERMES_MAX_JSON_DEPTH", 32, minimum=2)
+# A `/chat` stream silent for this long gets an SSE comment, so proxies keep it open during slow tools.
+HERMES_SSE_KEEPALIVE = env_float("HERMES_SSE_KEEPALIVE", 15.0, minimum=0.05)
+
 # --- Access control --------------------------------------------------------------------------------
+
+# Who a request acts as when it carries no other identity (the HTTP API, for now).
+HERMES_LOCAL_OPERATOR = env_str("HERMES_LOCAL_OPERATOR", "operator")
 
 # --- Agent interop (MCP server, A2A) ---------------------------------------------------------------
 

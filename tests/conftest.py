@@ -1,3 +1,24 @@
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from channels.db import database_sync_to_async
+from django.db import connections
+
 pytest_plugins = ["tests.fakes.fixtures", "tests.fakes.mcp_fixtures", "tests.fakes.oikos_fixtures"]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _async_database_connections_closed(django_db_setup: None, django_db_blocker: Any) -> Iterator[None]:
+    """Close the connection that async code kept open, so the test database can be dropped.
+
+    `database_sync_to_async` runs every query of async code on one executor thread, whose
+    persistent connection (CONN_MAX_AGE) would otherwise outlive the run and block the teardown.
+    """
+    yield
+    # Torn down before the test database (this fixture depends on its setup).
+    with django_db_blocker.unblock():
+        asyncio.run(database_sync_to_async(connections.close_all)())

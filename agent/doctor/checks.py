@@ -2,7 +2,9 @@
 
 Each check answers one question an operator asks when something doesn't work ("can Hermes reach
 its database?", "does the model API accept our model?") with a status and one line saying what was
-found. Checks of remote parts run concurrently, each bounded by the same timeout.
+found. The database, channel layer and MCP checks are `/healthz`'s (`agent.health`); doctor adds
+what a probe every few seconds should not do: pending migrations, a request to the model API, Oikos
+REST, the persona file and the security review. Checks run concurrently, each bounded in time.
 """
 
 from __future__ import annotations
@@ -10,22 +12,25 @@ from __future__ import annotations
 import asyncio
 import enum
 import time
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any
 
 import anthropic
 import httpx2
+from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
-from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
+from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.migrations.executor import MigrationExecutor
 
+from agent import health
 from agent.doctor.security import security_checks
 from agent.engine.prompt import PersonaFileError, persona_load
-from agent.llm import llm_configured, llm_error_describe
+from agent.llm import llm_error_describe
 from agent.redaction import redact
-from agent.tools.config import MCPConfigError, ServerConfig, mcp_servers_from_settings
-from agent.tools.hub import ToolHub
+from agent.tools import MCPConfigError, ServerConfig, ToolHub
+from agent.tools.config import mcp_servers_from_settings
 
 ANTHROPIC_DEFAULT_URL = "https://api.anthropic.com"
 
@@ -50,8 +55,7 @@ class CheckResult:
 
 def doctor_run(*, timeout: float = 10.0, bind: str | None = None) -> list[CheckResult]:
     """Run every check; details are redacted (an error message may quote a credential)."""
-    results = [database_check()]
-    results.extend(asyncio.run(_remote_checks(timeout)))
+    results = asyncio.run(_checks(timeout))
     results.append(persona_check())
     results.extend(CheckResult(f"security: {topic}", Status.WARN, text) for topic, text in security_checks(bind=bind))
     if not any(result.name.startswith("security") for result in results):
@@ -59,8 +63,9 @@ def doctor_run(*, timeout: float = 10.0, bind: str | None = None) -> list[CheckR
     return [CheckResult(r.name, r.status, redact(r.detail), r.latency_ms) for r in results]
 
 
-async def _remote_checks(seconds: float) -> list[CheckResult]:
+async def _checks(seconds: float) -> list[CheckResult]:
     groups = await asyncio.gather(
+        _one(database_check(seconds)),
         _one(channel_layer_check(seconds)),
         mcp_checks(seconds),
         _one(oikos_rest_check(seconds)),
@@ -69,8 +74,18 @@ async def _remote_checks(seconds: float) -> list[CheckResult]:
     return [result for group in groups for result in group]
 
 
-async def _one(check: Any) -> list[CheckResult]:
+async def _one(check: Awaitable[CheckResult]) -> list[CheckResult]:
     return [await check]
+
+
+async def _within(name: str, check: Awaitable[health.ComponentHealth], seconds: float) -> health.ComponentHealth:
+    started = time.monotonic()
+    try:
+        return await asyncio.wait_for(check, seconds)
+    except TimeoutError:
+        return health.ComponentHealth(
+            name, ok=False, latency_ms=_elapsed_ms(started), error=f"no answer within {seconds:g} s"
+        )
 
 
 def _elapsed_ms(started: float) -> int:
@@ -84,30 +99,23 @@ def _error(exc: BaseException) -> str:
 # --- database --------------------------------------------------------------------------------------
 
 
-def database_check() -> CheckResult:
-    """Connect, run a query, and compare the applied migrations with the code's."""
+async def database_check(seconds: float) -> CheckResult:
+    """`/healthz`'s check (connect, read Hermes's table), then: is every migration applied?"""
     connection = connections[DEFAULT_DB_ALIAS]
     where = _database_where(connection.settings_dict, connection.vendor)
-    started = time.monotonic()
-    try:
-        connection.ensure_connection()
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT 1")
-        latency = _elapsed_ms(started)
-        executor = MigrationExecutor(connection)
-        pending = executor.migration_plan(executor.loader.graph.leaf_nodes())
-    except DatabaseError as exc:
-        return CheckResult("database", Status.FAIL, f"{where}: {_error(exc)}", _elapsed_ms(started))
-    finally:
-        connection.close()
+    component = await _within("database", health.database_check(), seconds)
+    if not component.ok:
+        return CheckResult("database", Status.FAIL, f"{where}: {component.error}", component.latency_ms)
+    pending = await database_sync_to_async(_migrations_pending)()
     if pending:
-        return CheckResult(
-            "database",
-            Status.FAIL,
-            f"{where}: {len(pending)} migration(s) not applied; run `manage.py migrate`",
-            latency,
-        )
-    return CheckResult("database", Status.OK, f"{where}: connected, migrations applied", latency)
+        detail = f"{where}: {pending} migration(s) not applied; run `manage.py migrate`"
+        return CheckResult("database", Status.FAIL, detail, component.latency_ms)
+    return CheckResult("database", Status.OK, f"{where}: connected, migrations applied", component.latency_ms)
+
+
+def _migrations_pending() -> int:
+    executor = MigrationExecutor(connections[DEFAULT_DB_ALIAS])
+    return len(executor.migration_plan(executor.loader.graph.leaf_nodes()))
 
 
 def _database_where(config: dict[str, Any], vendor: str) -> str:
@@ -122,30 +130,17 @@ def _database_where(config: dict[str, Any], vendor: str) -> str:
 
 
 async def channel_layer_check(seconds: float) -> CheckResult:
-    """Send a message to a fresh channel and receive it back: the path every turn event takes."""
-    layer = get_channel_layer()
-    if layer is None:
-        return CheckResult("channel layer", Status.FAIL, "no channel layer configured (CHANNEL_LAYERS)")
+    """`/healthz`'s check: a message sent to a group through the layer and received back."""
     where = _channel_layer_where(settings.CHANNEL_LAYERS["default"])
-    started = time.monotonic()
     try:
-        async with asyncio.timeout(seconds):
-            channel = await layer.new_channel()
-            await layer.send(channel, {"type": "doctor.ping"})
-            message = await layer.receive(channel)
-    except TimeoutError:
-        return CheckResult(
-            "channel layer", Status.FAIL, f"{where}: no answer within {seconds:g} s", _elapsed_ms(started)
-        )
-    except Exception as exc:
-        return CheckResult("channel layer", Status.FAIL, f"{where}: {_error(exc)}", _elapsed_ms(started))
+        component = await _within("channel layer", health.channel_layer_check(), seconds)
     finally:
-        close_pools = getattr(layer, "close_pools", None)
+        # The Redis layer keeps connections per event loop; this loop ends with the command.
+        close_pools = getattr(get_channel_layer(), "close_pools", None)
         if close_pools is not None:
             await close_pools()
-    if message.get("type") != "doctor.ping":
-        return CheckResult("channel layer", Status.FAIL, f"{where}: got back {message!r}", _elapsed_ms(started))
-    return CheckResult("channel layer", Status.OK, f"{where}: message round trip", _elapsed_ms(started))
+    status, detail = (Status.OK, "message round trip") if component.ok else (Status.FAIL, component.error or "")
+    return CheckResult("channel layer", status, f"{where}: {detail}", component.latency_ms)
 
 
 def _channel_layer_where(config: dict[str, Any]) -> str:
@@ -161,38 +156,35 @@ def _channel_layer_where(config: dict[str, Any]) -> str:
 
 
 async def mcp_checks(seconds: float) -> list[CheckResult]:
-    """One row per configured server: connect, list its tools, and how long that took."""
+    """One row per configured server: connected, asked for its tools, and how long that took."""
     try:
         configs = mcp_servers_from_settings()
     except MCPConfigError as exc:
         return [CheckResult("mcp", Status.FAIL, str(exc))]
     if not configs:
-        return [
-            CheckResult(
-                "mcp",
-                Status.FAIL,
-                "no MCP server configured: set OIKOS_MCP_URL and OIKOS_MCP_TOKEN, or HERMES_MCP_CONFIG",
-            )
-        ]
+        detail = "no MCP server configured: set OIKOS_MCP_URL and OIKOS_MCP_TOKEN, or HERMES_MCP_CONFIG"
+        return [CheckResult("mcp", Status.FAIL, detail)]
+    # A hub per server, so a server that hangs runs out its own time and no one else's.
     return list(await asyncio.gather(*(_mcp_server_check(config, seconds) for config in configs)))
 
 
 async def _mcp_server_check(config: ServerConfig, seconds: float) -> CheckResult:
     name = f"mcp: {config.name}"
     hub = ToolHub([config])
-    started = time.monotonic()
     try:
-        async with asyncio.timeout(seconds):
-            [status] = await hub.status()
-    except TimeoutError:
-        return CheckResult(name, Status.FAIL, f"{config.target}: no answer within {seconds:g} s", _elapsed_ms(started))
+        [component] = await health.mcp_servers_check(hub=hub, time_limit=seconds)
     finally:
         await hub.aclose()
-    if not status.ok:
-        return CheckResult(name, Status.FAIL, status.error or "unreachable", status.latency_ms)
-    if status.tool_count == 0:
-        return CheckResult(name, Status.WARN, f"{config.target}: connected, but it offers no tools", status.latency_ms)
-    return CheckResult(name, Status.OK, f"{config.target}: {status.tool_count} tools", status.latency_ms)
+    if not component.ok:
+        error = component.error or "unreachable"
+        detail = error if config.target in error else f"{config.target}: {error}"
+        return CheckResult(name, Status.FAIL, detail, component.latency_ms)
+    tools = component.details.get("tool_count", 0)
+    if not tools:
+        return CheckResult(
+            name, Status.WARN, f"{config.target}: connected, but it offers no tools", component.latency_ms
+        )
+    return CheckResult(name, Status.OK, f"{config.target}: {tools} tools", component.latency_ms)
 
 
 # --- Oikos REST ------------------------------------------------------------------------------------
@@ -234,8 +226,9 @@ async def oikos_rest_check(seconds: float) -> CheckResult:
 
 async def llm_check(seconds: float) -> CheckResult:
     """Configured? Reachable? Does it accept `HERMES_MODEL`? (`GET /v1/models/<model>`, no tokens spent.)"""
-    if not llm_configured():
-        return CheckResult("llm", Status.FAIL, "not configured: set ANTHROPIC_API_KEY, or ANTHROPIC_BASE_URL")
+    configured = health.llm_check()
+    if not configured.ok:
+        return CheckResult("llm", Status.FAIL, configured.error or "no model configured")
     where = settings.ANTHROPIC_BASE_URL or ANTHROPIC_DEFAULT_URL
     model = settings.HERMES_MODEL
     started = time.monotonic()

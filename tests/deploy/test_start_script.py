@@ -84,10 +84,12 @@ def test_migrates_a_fresh_database_then_serves_until_sigterm(started: tuple[Star
     with sqlite3.connect(database) as db:
         applied = {app for (app,) in db.execute("SELECT DISTINCT app FROM django_migrations")}
     assert "agent" in applied
-    # /healthz belongs to the HTTP API; /metrics proves the same thing here: Django answers via Daphne.
-    response = httpx2.get(f"http://127.0.0.1:{port}/metrics", timeout=10)
-    assert response.status_code == 200
-    assert "hermes_turns_running" in response.text
+    # What the image's HEALTHCHECK asks: 200 once the database works (the rest may be degraded).
+    health = httpx2.get(f"http://127.0.0.1:{port}/healthz", timeout=10)
+    assert health.status_code == 200
+    assert health.json()["database"]["ok"] is True
+    metrics = httpx2.get(f"http://127.0.0.1:{port}/metrics", timeout=10)
+    assert metrics.status_code == 200 and "hermes_turns_running" in metrics.text
 
     # `exec`: Daphne itself is the script's process, so the container's SIGTERM reaches it.
     script.process.send_signal(signal.SIGTERM)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
 
 import pytest
 from pytest_django.fixtures import Settings
 
 from tests.fakes.anthropic_api import FakeAnthropic
+from tests.fakes.daphne import DaphneServer, LiveDatabase
 
 
 @pytest.fixture
@@ -23,3 +25,39 @@ def llm(fake_llm: FakeAnthropic, settings: Settings) -> FakeAnthropic:
     settings.ANTHROPIC_BASE_URL = fake_llm.url
     settings.ANTHROPIC_API_KEY = fake_llm.api_key
     return fake_llm
+
+
+@pytest.fixture(scope="session")
+def live_database(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveDatabase]:
+    """A migrated database for server subprocesses, shared by the run (see `tests/fakes/daphne.py`).
+
+    Tests sharing it compare row counts before and after instead of expecting it empty.
+    """
+    database = LiveDatabase.create(tmp_path_factory.mktemp("live-database"))
+    yield database
+    database.drop()
+
+
+@pytest.fixture
+def daphne_server(live_database: LiveDatabase, tmp_path: Path) -> Iterator[Callable[..., DaphneServer]]:
+    """Start Hermes under Daphne: `daphne_server(env={...}, database=None) -> DaphneServer`.
+
+    Returns once `/healthz` answers; `server.url` is `http://127.0.0.1:<port>`. `env` is added to a
+    scrubbed environment (e.g. `fake_llm.env()`, `OIKOS_MCP_URL`/`OIKOS_MCP_TOKEN`,
+    `HERMES_URL_PREFIX`); `database` defaults to `live_database`. Every server is stopped after
+    the test.
+    """
+    servers: list[DaphneServer] = []
+
+    def start(*, env: Mapping[str, str] | None = None, database: LiveDatabase | None = None) -> DaphneServer:
+        server = DaphneServer(
+            database=database or live_database,
+            env=env,
+            log_path=tmp_path / f"daphne-{len(servers)}.log",
+        )
+        servers.append(server)
+        return server.start()
+
+    yield start
+    for server in servers:
+        server.close()

@@ -1,0 +1,60 @@
+"""`POST /chat`: ask Hermes; the answer streams back as Server-Sent Events while the turn runs."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.http import HttpRequest, StreamingHttpResponse
+
+from agent.api.bodies import fields_check, json_object_read, session_id_parse
+from agent.api.errors import ApiError, api_view
+from agent.api.sse import turn_event_stream
+from agent.engine.runner import TurnRejected, turn_start
+from agent.tools import MCPConfigError, tool_hub
+
+# What each refusal of the engine means over HTTP; all are answered before anything is stored.
+REJECTION_STATUS = {
+    "invalid_message": 400,
+    "message_too_large": 413,
+    "session_not_found": 404,
+    "llm_not_configured": 503,
+    "persona_missing": 503,
+}
+
+
+@api_view("POST")
+async def chat(request: HttpRequest) -> StreamingHttpResponse:
+    """Start a turn and stream its events; errors before the turn starts are JSON 4xx/503."""
+    body = json_object_read(request)
+    fields_check(body, allowed=("message", "session_id"))
+    message = body.get("message")
+    if message is None:
+        raise ApiError(400, "invalid_message", 'The body needs a "message": the question, as a string.')
+    if not isinstance(message, str):
+        raise ApiError(400, "invalid_message", '"message" must be a string.')
+    # Absent or null: a new session.
+    session_id = None if body.get("session_id") is None else session_id_parse(body["session_id"])
+    try:
+        hub = tool_hub()
+    except MCPConfigError as exc:
+        raise ApiError(503, "mcp_config_error", str(exc)) from None
+    try:
+        handle = await turn_start(
+            text=message,
+            actor=settings.HERMES_LOCAL_OPERATOR,
+            origin="api",
+            session_id=session_id,
+            hub=hub,
+        )
+    except TurnRejected as rejected:
+        raise ApiError(REJECTION_STATUS.get(rejected.code, 400), rejected.code, rejected.message) from None
+
+    response = StreamingHttpResponse(
+        turn_event_stream(handle, keepalive=settings.HERMES_SSE_KEEPALIVE),
+        content_type="text/event-stream; charset=utf-8",
+    )
+    # Nothing between the engine and the client may buffer or cache the stream.
+    response["Cache-Control"] = "no-cache"
+    response["X-Accel-Buffering"] = "no"
+    response["X-Hermes-Session"] = str(handle.session_id)
+    response["X-Hermes-Turn"] = str(handle.turn_id)
+    return response

@@ -1,0 +1,152 @@
+"""`POST /query` `{tool, args}`: run one MCP tool for a script, logged in the ledger like any call.
+
+A tool is named the way the model sees it (`mcp__oikos__get_entity`), as `server/tool`
+(`oikos/get_entity`), or by its plain name (`get_entity`) when only one server has it.
+
+Status codes: 200 the tool answered; 422 the tool answered with an error (bad arguments, an
+unknown entity…), its own message in `content`; 502/504 its server failed or did not answer in
+time. Every call, failed ones included, is in the ledger under the returned `correlation_id`.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from channels.db import database_sync_to_async
+from django.conf import settings
+from django.http import HttpRequest, JsonResponse
+from django.utils import timezone
+
+from agent import services
+from agent.api.bodies import fields_check, json_object_read
+from agent.api.errors import ApiError, api_view
+from agent.tools import MCPConfigError, ToolHub, ToolOutcome, ToolSpec, tool_hub
+
+NATURAL_LANGUAGE_HINT = (
+    "natural language belongs to /chat. /query runs one tool by name: "
+    '{"tool": "<name>", "args": {...}}. The tools available now are listed in "tools".'
+)
+
+# Failures on Hermes's side of the call (the hub's `error.kind`) → status and error code.
+HUB_FAILURES = {
+    "timeout": (504, "tool_timeout"),
+    "connect": (502, "tool_unavailable"),
+    "connection_lost": (502, "tool_unavailable"),
+    "protocol": (502, "tool_unavailable"),
+    "internal": (502, "tool_unavailable"),
+    "unknown_tool": (502, "tool_unavailable"),
+}
+
+
+@api_view("POST")
+async def query(request: HttpRequest) -> JsonResponse:
+    body = json_object_read(request)
+    hub = _hub()
+    name = body.get("tool")
+    if name is None or name == "":
+        specs = await hub.list_tools()
+        raise ApiError(400, "tool_required", NATURAL_LANGUAGE_HINT, tools=tools_describe(specs))
+    fields_check(body, allowed=("tool", "args"))
+    if not isinstance(name, str):
+        raise ApiError(400, "invalid_tool", '"tool" must be a tool name (a string).')
+    args = {} if body.get("args") is None else body["args"]
+    if not isinstance(args, dict):
+        raise ApiError(400, "invalid_args", '"args" must be a JSON object of the tool\'s arguments.')
+    spec = tool_resolve(await hub.list_tools(), name, servers=[server.name for server in hub.servers])
+
+    correlation_id = uuid.uuid4()
+    started_at = timezone.now()
+    outcome = await hub.call(spec.name, args)
+    await database_sync_to_async(services.activity_record)(
+        correlation_id=correlation_id,
+        session_id=None,
+        actor=settings.HERMES_LOCAL_OPERATOR,
+        tool_use_id="",
+        server=spec.server,
+        tool=spec.tool,
+        arguments=args,
+        result=outcome.record,
+        is_error=outcome.is_error,
+        duration_ms=outcome.duration_ms,
+        started_at=started_at,
+    )
+    status, payload = _result(spec, outcome, correlation_id)
+    response = JsonResponse(payload, status=status)
+    response["X-Hermes-Correlation-Id"] = str(correlation_id)
+    return response
+
+
+def tool_resolve(specs: list[ToolSpec], name: str, *, servers: list[str]) -> ToolSpec:
+    """The tool a script means by `name`, among the tools listed now.
+
+    Raises `ApiError`: 400 when several servers have it, 502 when it names a configured server that
+    lists no tools now (it is down), 404 when there is no such tool.
+    """
+    for spec in specs:
+        if spec.name == name:
+            return spec
+    server, slash, tool = name.partition("/")
+    if slash:
+        matches = [spec for spec in specs if (spec.server, spec.tool) == (server, tool)]
+    else:
+        matches = [spec for spec in specs if spec.tool == name]
+    if len(matches) == 1:
+        return matches[0]
+    if matches:
+        choices = ", ".join(f"{spec.server}/{spec.tool}" for spec in matches)
+        raise ApiError(400, "ambiguous_tool", f"Several servers have a tool {name!r}; name one of: {choices}.")
+    named = next((s for s in servers if name.startswith((f"{s}/", f"mcp__{s}__"))), None)
+    if named is not None and not any(spec.server == named for spec in specs):
+        raise ApiError(
+            502, "tool_unavailable", f"The server {named!r} is not answering, so {name!r} cannot run now; see /healthz."
+        )
+    raise ApiError(
+        404,
+        "unknown_tool",
+        f'There is no tool {name!r}. The tools available now are listed in "tools" '
+        "(a server that is down lists none; see /healthz).",
+        tools=tools_describe(specs),
+    )
+
+
+def tools_describe(specs: list[ToolSpec]) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": spec.name,
+            "server": spec.server,
+            "tool": spec.tool,
+            "description": spec.description,
+            "read_only": spec.read_only,
+            "input_schema": spec.input_schema,
+        }
+        for spec in specs
+    ]
+
+
+def _hub() -> ToolHub:
+    try:
+        return tool_hub()
+    except MCPConfigError as exc:
+        raise ApiError(503, "mcp_config_error", str(exc)) from None
+
+
+def _result(spec: ToolSpec, outcome: ToolOutcome, correlation_id: uuid.UUID) -> tuple[int, dict[str, Any]]:
+    payload: dict[str, Any] = {
+        "tool": spec.tool,
+        "server": spec.server,
+        "name": spec.name,
+        "is_error": outcome.is_error,
+        "content": outcome.content,
+        "structured": outcome.structured,
+        "correlation_id": str(correlation_id),
+        "duration_ms": outcome.duration_ms,
+    }
+    if not outcome.is_error:
+        return 200, payload
+    failure = outcome.record.get("error")
+    kind = failure.get("kind") if isinstance(failure, dict) else None
+    status, code = HUB_FAILURES.get(kind or "", (422, "tool_error"))
+    message = "".join(block.get("text", "") for block in outcome.content if block.get("type") == "text")
+    payload["error"] = {"code": code, "message": message or f"{spec.tool} failed."}
+    return status, payload

@@ -1,0 +1,108 @@
+"""`GET /sessions` (most recently active first, paginated) and `GET /sessions/<id>` (the full history).
+
+Links are absolute paths built by `reverse()`, so behind a proxy prefix they carry it (`/agent/…`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlencode
+
+from channels.db import database_sync_to_async
+from django.http import HttpRequest, JsonResponse
+from django.urls import reverse
+
+from agent import selectors
+from agent.api.bodies import session_id_parse
+from agent.api.errors import ApiError, api_view
+
+PAGE_SIZE_DEFAULT = 20
+PAGE_SIZE_MAX = 100
+
+
+@api_view("GET")
+async def session_list(request: HttpRequest) -> JsonResponse:
+    page = _positive_int(request.GET.get("page"), name="page", default=1)
+    page_size = _positive_int(request.GET.get("page_size"), name="page_size", default=PAGE_SIZE_DEFAULT)
+    if page_size > PAGE_SIZE_MAX:
+        raise ApiError(400, "invalid_parameter", f"page_size may be at most {PAGE_SIZE_MAX}.")
+    try:
+        listed = await database_sync_to_async(selectors.session_page)(page=page, page_size=page_size)
+    except selectors.PageOutOfRange as exc:
+        message = f"There is no page {exc.page}; the last is {exc.page_count}."
+        raise ApiError(404, "page_out_of_range", message) from None
+    return JsonResponse(
+        {
+            "count": listed.total,
+            "page": listed.page,
+            "page_size": page_size,
+            "page_count": listed.page_count,
+            "next": _page_link(listed.page + 1, page_size) if listed.has_next else None,
+            "previous": _page_link(listed.page - 1, page_size) if listed.has_previous else None,
+            "sessions": [_session_json(summary) for summary in listed.sessions],
+        }
+    )
+
+
+@api_view("GET")
+async def session_detail(request: HttpRequest, session_id: str) -> JsonResponse:
+    parsed = session_id_parse(session_id)
+    detail = await database_sync_to_async(selectors.session_detail)(session_id=parsed)
+    if detail is None:
+        raise ApiError(404, "session_not_found", f"There is no session with id {parsed}.")
+    return JsonResponse(
+        {
+            **_session_json(detail.session),
+            "turns": [
+                {
+                    "id": turn.id,
+                    "actor": turn.actor,
+                    "status": turn.status,
+                    "stop_reason": turn.stop_reason,
+                    "error": turn.error,
+                    "model": turn.model,
+                    "usage": turn.usage,
+                    "iterations": turn.iterations,
+                    "started_at": turn.started_at,
+                    "finished_at": turn.finished_at,
+                    "duration_ms": turn.duration_ms,
+                }
+                for turn in detail.turns
+            ],
+            "messages": [
+                {
+                    "id": message.id,
+                    "turn_id": message.turn_id,
+                    "role": message.role,
+                    "content": message.content,
+                    "created_at": message.created_at,
+                }
+                for message in detail.messages
+            ],
+        }
+    )
+
+
+def _session_json(summary: selectors.SessionSummary) -> dict[str, Any]:
+    return {
+        "id": summary.id,
+        "url": reverse("api:session", args=[summary.id]),
+        "title": summary.title,
+        "actor": summary.actor,
+        "origin": summary.origin,
+        "created_at": summary.created_at,
+        "last_active_at": summary.last_active_at,
+        "turn_count": summary.turn_count,
+    }
+
+
+def _page_link(page: int, page_size: int) -> str:
+    return f"{reverse('api:sessions')}?{urlencode({'page': page, 'page_size': page_size})}"
+
+
+def _positive_int(raw: str | None, *, name: str, default: int) -> int:
+    if raw is None:
+        return default
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 9 or int(raw) < 1:
+        raise ApiError(400, "invalid_parameter", f"{name} must be a whole number of at least 1, not {raw[:40]!r}.")
+    return int(raw)

@@ -1,0 +1,22 @@
+"""The HTTP API's routes, mounted at the root (behind a proxy prefix, see `HERMES_URL_PREFIX`)."""
+
+from __future__ import annotations
+
+from django.urls import path
+
+from agent.api.chat import chat
+from agent.api.health import healthz
+from agent.api.openapi import openapi
+from agent.api.query import query
+from agent.api.sessions import session_detail, session_list
+
+app_name = "api"
+
+urlpatterns = [
+    path("chat", chat, name="chat"),
+    path("sessions", session_list, name="sessions"),
+    path("sessions/<str:session_id>", session_detail, name="session"),
+    path("query", query, name="query"),
+    path("healthz", healthz, name="healthz"),
+    path("openapi.json", openapi, name="openapi"),
+]

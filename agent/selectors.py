@@ -1,0 +1,150 @@
+"""Reads of Hermes's own tables, as plain data that async callers and transports can hold freely.
+
+Synchronous like the services; async code calls them through `database_sync_to_async`.
+"""
+
+from __future__ import annotations
+
+import datetime
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from django.core.paginator import Paginator
+from django.db.models import Count
+
+from agent.models import AgentSession, Message, Turn
+
+
+class PageOutOfRange(Exception):
+    def __init__(self, page: int, page_count: int) -> None:
+        super().__init__(f"page {page} does not exist; there are {page_count} page(s)")
+        self.page = page
+        self.page_count = page_count
+
+
+@dataclass(frozen=True)
+class SessionSummary:
+    id: uuid.UUID
+    title: str
+    actor: str
+    origin: str
+    created_at: datetime.datetime
+    last_active_at: datetime.datetime
+    turn_count: int
+
+
+@dataclass(frozen=True)
+class SessionPage:
+    sessions: list[SessionSummary]
+    page: int
+    page_count: int
+    total: int
+
+    @property
+    def has_next(self) -> bool:
+        return self.page < self.page_count
+
+    @property
+    def has_previous(self) -> bool:
+        return self.page > 1
+
+
+@dataclass(frozen=True)
+class TurnRecord:
+    id: uuid.UUID
+    actor: str
+    status: str
+    stop_reason: str
+    error: str
+    model: str
+    usage: dict[str, int]
+    iterations: int
+    started_at: datetime.datetime
+    finished_at: datetime.datetime | None
+
+    @property
+    def duration_ms(self) -> int | None:
+        if self.finished_at is None:
+            return None
+        return round((self.finished_at - self.started_at).total_seconds() * 1000)
+
+
+@dataclass(frozen=True)
+class MessageRecord:
+    id: int
+    turn_id: uuid.UUID | None
+    role: str
+    content: list[dict[str, Any]]
+    created_at: datetime.datetime
+
+
+@dataclass(frozen=True)
+class SessionDetail:
+    session: SessionSummary
+    turns: list[TurnRecord]
+    messages: list[MessageRecord]
+
+
+def session_page(*, page: int, page_size: int) -> SessionPage:
+    """One page of sessions, most recently active first. Page 1 always exists, even when empty.
+
+    Raises:
+        PageOutOfRange: `page` is past the last page.
+    """
+    sessions = AgentSession.objects.annotate(turn_count=Count("turns")).order_by("-last_active_at", "-id")
+    paginator = Paginator(sessions, page_size)
+    if page > paginator.num_pages:
+        raise PageOutOfRange(page, paginator.num_pages)
+    rows = paginator.page(page).object_list
+    return SessionPage(
+        sessions=[_summary(row, row.turn_count) for row in rows],
+        page=page,
+        page_count=paginator.num_pages,
+        total=paginator.count,
+    )
+
+
+def session_detail(*, session_id: uuid.UUID) -> SessionDetail | None:
+    """A session with its turns and its messages (content blocks as stored), oldest first."""
+    session = AgentSession.objects.filter(pk=session_id).first()
+    if session is None:
+        return None
+    turns = [
+        TurnRecord(
+            id=turn.id,
+            actor=turn.actor,
+            status=turn.status,
+            stop_reason=turn.stop_reason,
+            error=turn.error,
+            model=turn.model,
+            usage=turn.usage,
+            iterations=turn.iterations,
+            started_at=turn.started_at,
+            finished_at=turn.finished_at,
+        )
+        for turn in Turn.objects.filter(session=session).order_by("started_at", "id")
+    ]
+    messages = [
+        MessageRecord(
+            id=message.pk,
+            turn_id=message.turn_id,
+            role=message.role,
+            content=message.content,
+            created_at=message.created_at,
+        )
+        for message in Message.objects.filter(session=session).order_by("id")
+    ]
+    return SessionDetail(session=_summary(session, len(turns)), turns=turns, messages=messages)
+
+
+def _summary(session: AgentSession, turn_count: int) -> SessionSummary:
+    return SessionSummary(
+        id=session.id,
+        title=session.title,
+        actor=session.actor,
+        origin=session.origin,
+        created_at=session.created_at,
+        last_active_at=session.last_active_at,
+        turn_count=turn_count,
+    )
