@@ -13,6 +13,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from agent.logs import LOG_FORMATS, logging_config
 from hermes_site.environment import (
     env_bool,
     env_choice,
@@ -197,21 +198,14 @@ USE_TZ = True
 
 # --- Logging ---------------------------------------------------------------------------------------
 
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "formatters": {
-        "text": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
-    },
-    "handlers": {
-        "console": {"class": "logging.StreamHandler", "formatter": "text"},
-    },
-    "root": {"handlers": ["console"], "level": env_str("HERMES_LOG_LEVEL", "INFO")},
-    "loggers": {
-        "httpx2": {"level": "WARNING"},
-        "mcp": {"level": "WARNING"},
-    },
-}
+# Readable text by default, one JSON object per line with HERMES_LOG_FORMAT=json. Every line
+# logged during a turn carries its correlation id and session id; secrets are redacted on every
+# handler (agent/logs.py).
+HERMES_LOG_FORMAT = env_str("HERMES_LOG_FORMAT", "text").strip().lower() or "text"
+if HERMES_LOG_FORMAT not in LOG_FORMATS:
+    raise ImproperlyConfigured(f"HERMES_LOG_FORMAT must be one of {', '.join(LOG_FORMATS)}, not {HERMES_LOG_FORMAT!r}")
+HERMES_LOG_LEVEL = env_str("HERMES_LOG_LEVEL", "INFO").strip().upper() or "INFO"
+LOGGING = logging_config(log_format=HERMES_LOG_FORMAT, level=HERMES_LOG_LEVEL)
 
 # --- Hermes: the model -----------------------------------------------------------------------------
 
@@ -315,3 +309,7 @@ CONTENT_SECURITY_POLICY = (
 # --- Agent interop (MCP server, A2A) ---------------------------------------------------------------
 
 # --- Observability ---------------------------------------------------------------------------------
+
+# Names of further environment variables whose values are secrets, comma-separated (e.g.
+# "GARRA_TOKEN,NOTES_API_KEY"): they are redacted from logs like the API key and MCP tokens.
+HERMES_REDACT = env_list("HERMES_REDACT")

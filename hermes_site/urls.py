@@ -4,11 +4,15 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
+from agent.metrics_view import metrics
+
 urlpatterns = [
     path("admin/", admin.site.urls),
     # The sign-in form of HERMES_AUTH=django (the other modes never show it).
     path("accounts/login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    # Prometheus scrapes this process's metrics here.
+    path("metrics", metrics, name="metrics"),
     # The HTTP API for scripts and peers: /chat, /sessions, /query, /healthz, /openapi.json.
     path("", include("agent.api.urls")),
 ]

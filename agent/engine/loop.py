@@ -11,6 +11,7 @@ order, bounded tool output, cache breakpoints, crash-safe persistence, no approv
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 import uuid
 from collections.abc import Callable
@@ -22,7 +23,7 @@ import httpx2
 from channels.db import database_sync_to_async
 from django.utils import timezone
 
-from agent import services
+from agent import metrics, services
 from agent.engine.approvals import approval_from_result
 from agent.engine.budgets import Budgets
 from agent.engine.caching import cache_breakpoints_apply
@@ -30,8 +31,11 @@ from agent.engine.events import Done, Error, Event, TextDelta, ToolResult, ToolU
 from agent.engine.history import content_strip_cache_control, messages_for_api, synthetic_tool_results
 from agent.engine.truncation import tool_result_bound
 from agent.llm import llm_error_describe
+from agent.logs import log_event, turn_context_set
 from agent.models import Turn
 from agent.tools.hub import ToolHub, ToolOutcome
+
+logger = logging.getLogger("agent.engine")
 
 Block = dict[str, Any]
 Emit = Callable[[Event], None]
@@ -91,7 +95,8 @@ class TurnLoop:
         self.system = system
         self.budgets = budgets
         self.emit = emit
-        self.deadline = time.monotonic() + budgets.timeout
+        self.started = time.monotonic()
+        self.deadline = self.started + budgets.timeout
         self.tools: list[Block] = []
         self._last_stop_reason = "end_turn"
         # The model stream in flight: what it said so far is kept if the turn is cancelled.
@@ -102,7 +107,13 @@ class TurnLoop:
 
         A cancelled turn keeps its partial text, answers in-flight tool calls with synthetic
         errors, is marked `cancelled`, and swallows the cancellation after reporting it.
+
+        The turn's task runs in a context of its own (see `runner.turn_start`), so the log context
+        set here tags every line logged by this turn, and by nothing else.
         """
+        turn_context_set(correlation_id=str(self.state.turn_id), session_id=str(self.state.session_id))
+        metrics.turn_started()
+        log_event(logger, "turn.started", actor=self.state.actor, model=self.model, messages=len(self.state.messages))
         heartbeat = asyncio.create_task(self._heartbeat())
         try:
             stop_reason = await self._loop()
@@ -183,6 +194,7 @@ class TurnLoop:
                 params["tool_choice"] = {"type": "none"}
         timeout = max(self.deadline - time.monotonic(), 1.0)
         self.state.iterations += 1
+        started = time.monotonic()
         try:
             async with self.client.messages.stream(**params, timeout=timeout) as stream:
                 self._stream = stream
@@ -190,15 +202,19 @@ class TurnLoop:
                     self._on_stream_event(event, final=final)
                 message = await stream.get_final_message()
         except asyncio.CancelledError:
+            self._model_call_observe(started, outcome="cancelled")
             raise
         except (anthropic.APIError, httpx2.HTTPError, ValueError) as exc:
-            raise ModelCallFailed(llm_error_describe(exc), self._partial_text()) from exc
+            described = llm_error_describe(exc)
+            self._model_call_observe(started, outcome="error", error=described)
+            raise ModelCallFailed(described, self._partial_text()) from exc
         if message.stop_reason is None:
-            raise ModelCallFailed(
-                "The model's response stream ended before the message was complete.", self._partial_text()
-            )
+            described = "The model's response stream ended before the message was complete."
+            self._model_call_observe(started, outcome="error", error=described)
+            raise ModelCallFailed(described, self._partial_text())
 
-        self._usage_add(message.usage)
+        usage = self._usage_add(message.usage)
+        self._model_call_observe(started, outcome="ok", usage=usage, stop_reason=message.stop_reason)
         self._last_stop_reason = message.stop_reason
         content = content_strip_cache_control(cast(list[Block], message.to_param()["content"]))
         if final or message.stop_reason == "max_tokens":
@@ -238,9 +254,40 @@ class TurnLoop:
         self.state.text_blocks += 1
         return {"type": "text", "text": text}
 
-    def _usage_add(self, usage: Any) -> None:
-        for key in USAGE_KEYS:
-            self.state.usage[key] += int(getattr(usage, key, 0) or 0)
+    def _usage_add(self, usage: Any) -> dict[str, int]:
+        """Add one call's usage to the turn's; returns that call's usage."""
+        call = {key: int(getattr(usage, key, 0) or 0) for key in USAGE_KEYS}
+        for key, tokens in call.items():
+            self.state.usage[key] += tokens
+        return call
+
+    def _model_call_observe(
+        self,
+        started: float,
+        *,
+        outcome: str,
+        usage: dict[str, int] | None = None,
+        stop_reason: str = "",
+        error: str = "",
+    ) -> None:
+        duration = time.monotonic() - started
+        metrics.llm_call(model=self.model, duration_seconds=duration, outcome=outcome, usage=usage)
+        tokens = usage or {}
+        log_event(
+            logger,
+            "llm.call",
+            level=logging.WARNING if outcome == "error" else logging.INFO,
+            model=self.model,
+            outcome=outcome,
+            duration_ms=round(duration * 1000),
+            iteration=self.state.iterations,
+            stop_reason=stop_reason or None,
+            input_tokens=tokens.get("input_tokens"),
+            output_tokens=tokens.get("output_tokens"),
+            cache_read_tokens=tokens.get("cache_read_input_tokens"),
+            cache_write_tokens=tokens.get("cache_creation_input_tokens"),
+            error=error or None,
+        )
 
     # --- tools -----------------------------------------------------------------------------------
 
@@ -299,6 +346,16 @@ class TurnLoop:
         if spec and not outcome.is_error:
             approval = approval_from_result(tool=spec.tool, tool_use_id=block["id"], structured=outcome.structured)
             if approval:
+                metrics.approval_raised(risk_class=approval.risk_class)
+                log_event(
+                    logger,
+                    "approval.raised",
+                    approval_id=approval.approval_id,
+                    execution_id=approval.execution_id,
+                    target=approval.target,
+                    action=approval.action,
+                    risk_class=approval.risk_class,
+                )
                 self.emit(approval)
         result: Block = {"type": "tool_result", "tool_use_id": block["id"], "content": bounded.content}
         if outcome.is_error:
@@ -357,6 +414,23 @@ class TurnLoop:
         await self._finish(Turn.Status.CANCELLED, "cancelled", error="Cancelled by the operator.", code="cancelled")
 
     async def _finish(self, status: str, stop_reason: str, *, error: str = "", code: str = "") -> None:
+        duration = time.monotonic() - self.started
+        metrics.turn_finished(status, stop_reason=stop_reason, duration_seconds=duration)
+        usage = self.state.usage
+        log_event(
+            logger,
+            "turn.finished",
+            level=logging.INFO if status != Turn.Status.ERROR else logging.WARNING,
+            status=status,
+            stop_reason=stop_reason,
+            iterations=self.state.iterations,
+            duration_ms=round(duration * 1000),
+            input_tokens=usage["input_tokens"],
+            output_tokens=usage["output_tokens"],
+            cache_read_tokens=usage["cache_read_input_tokens"],
+            cache_write_tokens=usage["cache_creation_input_tokens"],
+            error=error or None,
+        )
         await database_sync_to_async(services.turn_finish)(
             turn_id=self.state.turn_id,
             status=status,

@@ -28,6 +28,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from django.conf import settings
 
+from agent.redaction import MIN_SECRET_LENGTH
 from agent.tools.approval_guard import tool_decides_approvals, tool_withheld_report
 
 Transport = Literal["http", "stdio"]
@@ -41,10 +42,6 @@ _TRANSPORT_NAMES: dict[str, Transport] = {
 }
 
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
-
-# Values shorter than this are not treated as secrets: redacting "1" or "true" from every tool
-# result would mangle output and protect nothing.
-MIN_SECRET_LENGTH = 8
 
 # Authorization schemes whose credential part is worth redacting on its own, since a tool may
 # echo the bare token without the scheme.

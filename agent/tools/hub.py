@@ -16,6 +16,9 @@ from typing import Any
 
 from mcp.types import CallToolResult, Tool
 
+from agent import metrics
+from agent.logs import log_event
+from agent.redaction import secrets_register
 from agent.tools.config import ServerConfig, Transport, mcp_servers_from_settings
 from agent.tools.connection import MCPCallError, ServerConnection
 from agent.tools.names import ToolNameMap
@@ -28,6 +31,9 @@ from agent.tools.results import (
 )
 
 logger = logging.getLogger(__name__)
+
+# How much of a tool's answer a DEBUG log line shows (INFO lines never show tool output).
+DEBUG_PREVIEW_CHARS = 500
 
 
 @dataclass(frozen=True)
@@ -81,6 +87,10 @@ class ToolHub:
         self._listed: dict[str, tuple[int, list[ToolSpec]]] = {}
         self._errors: dict[str, str] = {}
         self._specs: dict[str, ToolSpec] = {}
+        # Per server: whether the last contact worked, to log and export changes of state.
+        self._up: dict[str, bool] = {}
+        # From now on, these values are scrubbed from logs (and by `redact()` wherever it is used).
+        secrets_register(self.secret_values())
 
     @classmethod
     def from_settings(cls) -> ToolHub:
@@ -107,7 +117,15 @@ class ToolHub:
         return self._specs.get(name)
 
     async def call(self, name: str, arguments: dict[str, Any]) -> ToolOutcome:
-        """Call a tool by its model-facing name. Failures of any kind come back as `is_error`."""
+        """Call a tool by its model-facing name. Failures of any kind come back as `is_error`.
+
+        Every call is logged (`tool.call`) and counted in the tool-call metrics.
+        """
+        outcome = await self._call(name, arguments)
+        self._observe(name, outcome)
+        return outcome
+
+    async def _call(self, name: str, arguments: dict[str, Any]) -> ToolOutcome:
         started = time.monotonic()
         spec = self._specs.get(name)
         if spec is None:
@@ -125,11 +143,43 @@ class ToolHub:
         try:
             result = await self._connections[spec.server].call_tool(spec.tool, arguments)
         except MCPCallError as exc:
+            if exc.kind in _SERVER_DOWN_KINDS:
+                self._server_state(spec.server, up=False, error=exc.message)
             return _failure(exc.kind, exc.message, started)
         except Exception as exc:  # the hub's promise: a broken server never crashes a turn
             logger.exception("unexpected failure calling %s", name)
             return _failure("internal", f"{name} failed unexpectedly: {type(exc).__name__}: {exc}", started)
+        self._server_state(spec.server, up=True)
         return _outcome(result, started)
+
+    def _observe(self, name: str, outcome: ToolOutcome) -> None:
+        # A name listed once keeps its server and tool even while that server is down; a name
+        # never listed (the model made it up) is counted as unknown, to keep labels bounded.
+        known = self._names.resolve(name)
+        server, tool = known if known is not None else (metrics.UNKNOWN, metrics.UNKNOWN)
+        error_kind = _error_kind(outcome)
+        metrics.tool_call(server=server, tool=tool, duration_seconds=outcome.duration_ms / 1000, error_kind=error_kind)
+        fields: dict[str, Any] = {"server": server, "tool": tool if known else name, "duration_ms": outcome.duration_ms}
+        if error_kind:
+            log_event(
+                logger, "tool.call", **fields, outcome="error", error_kind=error_kind, error=_outcome_text(outcome)
+            )
+            return
+        log_event(logger, "tool.call", **fields, outcome="ok")
+        if logger.isEnabledFor(logging.DEBUG):
+            text = _outcome_text(outcome, limit=DEBUG_PREVIEW_CHARS)
+            log_event(logger, "tool.result", level=logging.DEBUG, server=server, tool=tool, preview=text)
+
+    def _server_state(self, name: str, *, up: bool, error: str = "") -> None:
+        """Record the outcome of a contact with a server; a change of state is logged."""
+        metrics.mcp_server_state(name, up=up)
+        if self._up.get(name) == up:
+            return
+        self._up[name] = up
+        if up:
+            log_event(logger, "mcp.server_up", server=name, target=self._configs[name].target)
+        else:
+            log_event(logger, "mcp.server_down", level=logging.WARNING, server=name, error=error)
 
     async def status(self) -> list[ServerStatus]:
         """Each server's health, probed now (connects when needed, then lists its tools)."""
@@ -161,13 +211,16 @@ class ToolHub:
         except MCPCallError as exc:
             self._errors[name] = exc.message
             self._listed.pop(name, None)
+            self._server_state(name, up=False, error=exc.message)
             return
         except Exception as exc:
             logger.exception("unexpected failure listing the tools of %s", name)
             self._errors[name] = f"{type(exc).__name__}: {exc}"
             self._listed.pop(name, None)
+            self._server_state(name, up=False, error=self._errors[name])
             return
         self._errors.pop(name, None)
+        self._server_state(name, up=True)
         config = self._configs[name]
         self._listed[name] = (
             connection.generation,
@@ -247,6 +300,27 @@ def _failure(kind: str, message: str, started: float) -> ToolOutcome:
         structured=None,
         duration_ms=_elapsed_ms(started),
     )
+
+
+# Failures that mean the server cannot be reached, as opposed to a slow or refused request.
+_SERVER_DOWN_KINDS = frozenset({"connect", "connection_lost"})
+
+
+def _error_kind(outcome: ToolOutcome) -> str | None:
+    """`tool` when the tool itself reported an error, the hub's failure kind otherwise; None if it worked."""
+    if not outcome.is_error:
+        return None
+    error = outcome.record.get("error")
+    if isinstance(error, dict) and error.get("kind"):
+        return str(error["kind"])
+    return "tool"
+
+
+def _outcome_text(outcome: ToolOutcome, *, limit: int = 300) -> str:
+    """The outcome's text, on one line and bounded, for a log line."""
+    text = " ".join(block.get("text", "") for block in outcome.content if block.get("type") == "text")
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def _elapsed_ms(started: float) -> int:

@@ -1,0 +1,17 @@
+"""`GET /metrics`: this process's metrics for Prometheus (text exposition format).
+
+Mesh-only like every other surface; it adds no authentication of its own.
+"""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse
+from django.views.decorators.http import require_safe
+
+from agent.metrics import metrics_exposition
+
+
+@require_safe
+async def metrics(request: HttpRequest) -> HttpResponse:
+    body, content_type = metrics_exposition(request.headers.get("Accept", ""))
+    return HttpResponse(body, content_type=content_type)

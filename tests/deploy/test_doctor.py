@@ -1,0 +1,139 @@
+"""`manage.py doctor` as an operator runs it, against real servers on loopback."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from oikos_sim.server import RunningSim
+from tests.fakes import FakeAnthropic
+from tests.fakes.mcp_servers import MCPTestServer
+from tests.fakes.oikos_fixtures import OPERATOR_TOKEN
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def database(tmp_path_factory: pytest.TempPathFactory) -> str:
+    path = tmp_path_factory.mktemp("doctor") / "hermes.sqlite3"
+    url = f"sqlite:///{path}"
+    subprocess.run(
+        [sys.executable, "manage.py", "migrate", "-v0"],
+        cwd=REPO_ROOT,
+        env={**os.environ, "DATABASE_URL": url},
+        check=True,
+        timeout=120,
+    )
+    return url
+
+
+@pytest.fixture
+def env(database: str, fake_llm: FakeAnthropic, mcp_http_server: MCPTestServer, oikos: RunningSim) -> dict[str, str]:
+    """A healthy setup: every part Hermes depends on is up and configured, nothing insecure."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "HERMES_", "OIKOS_"))}
+    return {
+        **clean,
+        **fake_llm.env(),
+        "DJANGO_SETTINGS_MODULE": "tests.deploy.oikos_api_settings",
+        "DATABASE_URL": database,
+        "OIKOS_MCP_URL": mcp_http_server.url,
+        "OIKOS_MCP_TOKEN": mcp_http_server.token,
+        # The control room's Oikos REST API and token: oikos_sim's.
+        "OIKOS_API_URL": oikos.api_url,
+        "OIKOS_API_TOKEN": OPERATOR_TOKEN,
+        "HERMES_SECRET_KEY": "doctor-test-secret-key-that-is-long-enough-to-be-real",
+    }
+
+
+def doctor(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "manage.py", "doctor", "--timeout", "5", *args],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def rows(run: subprocess.CompletedProcess[str]) -> dict[str, dict[str, str]]:
+    return {row["name"]: row for row in json.loads(run.stdout)}
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_a_healthy_setup_prints_every_row_ok_and_exits_0(env: dict[str, str], mcp_http_server: MCPTestServer) -> None:
+    run = doctor(env)
+
+    assert run.returncode == 0, run.stdout + run.stderr
+    header, *table = run.stdout.strip().split("\n\n")[0].splitlines()
+    assert header.split() == ["CHECK", "STATUS", "TIME", "DETAIL"]
+    status_at = header.index("STATUS")
+    statuses = {line[:status_at].strip(): line[status_at:].split()[0] for line in table}
+    assert list(statuses) == ["database", "channel layer", "mcp: oikos", "oikos rest", "llm", "persona", "security"]
+    assert set(statuses.values()) == {"OK"}
+    details = run.stdout
+    assert "connected, migrations applied" in details
+    assert f"{mcp_http_server.url}: 9 tools" in details
+    assert "/api/v1/health: HTTP 200" in details
+    assert "model claude-sonnet-5 accepted" in details
+    assert run.stdout.rstrip().endswith("Everything checked is working.")
+
+
+def test_a_stopped_mcp_server_is_named_and_fails_the_run(env: dict[str, str], mcp_http_server: MCPTestServer) -> None:
+    with mcp_http_server.stopped():
+        run = doctor(env, "--json")
+
+    assert run.returncode == 1
+    found = rows(run)
+    assert found["mcp: oikos"]["status"] == "fail"
+    assert "cannot connect" in found["mcp: oikos"]["detail"]
+    assert [name for name, row in found.items() if row["status"] != "ok"] == ["mcp: oikos"]
+
+
+def test_an_unreachable_model_api_is_named_and_fails_the_run(env: dict[str, str]) -> None:
+    run = doctor({**env, "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{closed_port()}"})
+
+    assert run.returncode == 1
+    llm_line = next(line for line in run.stdout.splitlines() if line.startswith("llm "))
+    assert "FAIL" in llm_line and "Could not talk to the model API" in llm_line
+    assert run.stdout.rstrip().endswith("Broken: llm.")
+
+
+def test_a_model_the_api_does_not_know_fails_the_run(env: dict[str, str]) -> None:
+    found = rows(doctor({**env, "HERMES_MODEL": "claude-nonexistent-9"}, "--json"))
+    assert found["llm"]["status"] == "fail"
+    assert "does not know the model 'claude-nonexistent-9'" in found["llm"]["detail"]
+
+
+def test_a_rejected_oikos_token_fails_the_run_without_showing_it(env: dict[str, str]) -> None:
+    wrong = "wrong-oikos-token-9f8e7d"
+    run = doctor({**env, "OIKOS_API_TOKEN": wrong}, "--json")
+    assert run.returncode == 1
+    assert "token rejected (HTTP 401)" in rows(run)["oikos rest"]["detail"]
+    assert wrong not in run.stdout + run.stderr
+
+
+def test_insecure_settings_are_warnings_unless_strict(env: dict[str, str]) -> None:
+    insecure = dict(env, HERMES_AUTH="local", HERMES_DEBUG="true", HERMES_ALLOWED_CIDRS="0.0.0.0/0")
+
+    run = doctor(insecure, "--bind", "0.0.0.0", "--json")
+
+    assert run.returncode == 0
+    warnings = {name: row["detail"] for name, row in rows(run).items() if row["status"] == "warn"}
+    assert set(warnings) == {"security: auth", "security: debug", "security: mesh only"}
+    assert "HERMES_AUTH=local while Hermes listens on 0.0.0.0" in warnings["security: auth"]
+    # The address also comes from HERMES_BIND, as docker/start.sh reads it; --strict fails on warnings.
+    strict = doctor({**insecure, "HERMES_BIND": "0.0.0.0"}, "--strict")
+    assert strict.returncode == 1
+    assert "HERMES_AUTH=local while Hermes listens on 0.0.0.0" in strict.stdout
