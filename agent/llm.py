@@ -13,6 +13,8 @@ import anthropic
 import httpx2
 from django.conf import settings
 
+from agent.redaction import redact
+
 NOT_CONFIGURED_MESSAGE = (
     "No language model is configured. Set ANTHROPIC_API_KEY to use Anthropic's API, "
     "or ANTHROPIC_BASE_URL to use a compatible local server (for example Ollama), then try again."
@@ -51,7 +53,14 @@ def llm_client() -> anthropic.AsyncAnthropic:
 
 
 def llm_error_describe(exc: BaseException) -> str:
-    """One sentence for the operator about why the model call failed (never the request body)."""
+    """One sentence for the operator about why the model call failed (never the request body).
+
+    Redacted: a server's error message may quote the key it was sent.
+    """
+    return redact(_llm_error_text(exc))
+
+
+def _llm_error_text(exc: BaseException) -> str:
     if isinstance(exc, anthropic.AuthenticationError):
         return "The model API rejected the credentials (401): check ANTHROPIC_API_KEY."
     if isinstance(exc, anthropic.NotFoundError):

@@ -33,6 +33,7 @@ from agent.engine.truncation import tool_result_bound
 from agent.llm import llm_error_describe
 from agent.logs import log_event, turn_context_set
 from agent.models import Turn
+from agent.redaction import redact
 from agent.tools.hub import ToolHub, ToolOutcome
 
 logger = logging.getLogger("agent.engine")
@@ -414,6 +415,8 @@ class TurnLoop:
         await self._finish(Turn.Status.CANCELLED, "cancelled", error="Cancelled by the operator.", code="cancelled")
 
     async def _finish(self, status: str, stop_reason: str, *, error: str = "", code: str = "") -> None:
+        # An exception's text may quote anything, a credential included; it is stored and shown.
+        error = redact(error)
         duration = time.monotonic() - self.started
         metrics.turn_finished(status, stop_reason=stop_reason, duration_seconds=duration)
         usage = self.state.usage

@@ -23,6 +23,7 @@ from agent.engine.events import Done, Event
 from agent.engine.loop import TurnLoop, TurnState
 from agent.engine.prompt import PersonaFileError, system_prompt_build
 from agent.llm import NOT_CONFIGURED_MESSAGE, LLMNotConfigured, llm_client
+from agent.redaction import redact
 from agent.tools.hub import ToolHub, tool_hub
 
 
@@ -87,7 +88,8 @@ def _question_check(text: str) -> str:
         raise TurnRejected(
             "message_too_large", f"The message has {len(question):,} characters; the limit is {limit:,}."
         )
-    return question
+    # A configured secret pasted into a question goes no further: not to the model, not to the database.
+    return redact(question)
 
 
 async def turn_start(

@@ -49,6 +49,13 @@ _AUTH_SCHEMES = ("bearer ", "basic ", "token ")
 
 # A variable named like this holds a secret wherever it is used (a `--token` argument, a URL).
 _SECRET_VARIABLE = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|PRIVATE_?KEY|CREDENTIAL", re.IGNORECASE)
+# A stdio server's own environment variable named like this holds a secret (broader: the name is
+# all there is to go by).
+_SECRET_ENV_NAME = re.compile(r"TOKEN|SECRET|PASS|KEY|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE|CERT", re.IGNORECASE)
+# Headers that describe a request and never carry a credential.
+_DESCRIPTIVE_HEADERS = frozenset(
+    {"accept", "accept-encoding", "accept-language", "content-type", "user-agent", "mcp-protocol-version"}
+)
 
 
 class MCPConfigError(Exception):
@@ -94,9 +101,17 @@ class ServerConfig:
         return not any(fnmatchcase(tool, pattern) for pattern in self.exclude)
 
     def secret_values(self) -> frozenset[str]:
-        """Configured values that must never reach the model, the UI, logs or the database."""
+        """Configured values that must never reach the model, the UI, logs or the database.
+
+        Every header value but the plainly descriptive ones (`Accept`, `Content-Type`, ...), since
+        servers take credentials under any header name; the env values of secret-named variables
+        (`GARRA_API_KEY`, not `NOTES_DIR`: redacting a path from every tool result would mangle
+        output and protect nothing); and values of secret-named `${VARIABLES}` wherever used.
+        """
         secrets: set[str] = set(self.secret_expansions)
-        for value in [*self.headers.values(), *self.env.values()]:
+        values = [value for name, value in self.headers.items() if name.lower() not in _DESCRIPTIVE_HEADERS]
+        values += [value for name, value in self.env.items() if _SECRET_ENV_NAME.search(name)]
+        for value in values:
             secrets.add(value)
             if value.lower().startswith(_AUTH_SCHEMES):
                 secrets.add(value.split(" ", 1)[1].strip())

@@ -8,6 +8,7 @@ the model can act on; nothing here raises into a turn.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections.abc import Iterable
@@ -18,7 +19,7 @@ from mcp.types import CallToolResult, Tool
 
 from agent import metrics
 from agent.logs import log_event
-from agent.redaction import secrets_register
+from agent.redaction import redact_value, secrets_register
 from agent.tools.config import ServerConfig, Transport, mcp_servers_from_settings
 from agent.tools.connection import MCPCallError, ServerConnection
 from agent.tools.names import ToolNameMap
@@ -119,9 +120,12 @@ class ToolHub:
     async def call(self, name: str, arguments: dict[str, Any]) -> ToolOutcome:
         """Call a tool by its model-facing name. Failures of any kind come back as `is_error`.
 
-        Every call is logged (`tool.call`) and counted in the tool-call metrics.
+        Every configured secret value (API key, MCP tokens, `HERMES_REDACT`, ...) is redacted from
+        the outcome here, once, before anything sees it: the model, events and the UI, the ledger,
+        `/query` and peers all get the redacted text. Every call is logged (`tool.call`) and counted
+        in the tool-call metrics.
         """
-        outcome = await self._call(name, arguments)
+        outcome = _redacted(await self._call(name, arguments))
         self._observe(name, outcome)
         return outcome
 
@@ -280,6 +284,15 @@ async def tool_hub_close() -> None:
     hub = _hubs.pop(asyncio.get_running_loop(), None)
     if hub is not None:
         await hub.aclose()
+
+
+def _redacted(outcome: ToolOutcome) -> ToolOutcome:
+    return dataclasses.replace(
+        outcome,
+        content=redact_value(outcome.content),
+        record=redact_value(outcome.record),
+        structured=redact_value(outcome.structured),
+    )
 
 
 def _outcome(result: CallToolResult, started: float) -> ToolOutcome:
