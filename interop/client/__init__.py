@@ -6,7 +6,6 @@ peers file says `auto`), and every request goes through a `PeerPolicy` (see `gua
 
 from __future__ import annotations
 
-from interop.client.a2a import a2a_send
 from interop.client.dialect import dialect_detect
 from interop.client.garraia import garraia_send
 from interop.client.guard import PeerPolicy, PeerRefused, Resolver
@@ -39,5 +38,8 @@ async def peer_send(
     dialect = peer.dialect if peer.dialect != "auto" else await dialect_detect(peer, policy)
     if dialect == "garraia":
         return dialect, await garraia_send(peer, policy, message=message, thread_id=thread_id)
+    # Imported here: the SDK's client costs half a second to import, and most processes never use it.
+    from interop.client.a2a import a2a_send
+
     reply = await a2a_send(peer, policy, message=message, thread_id=thread_id, waiting_task_id=waiting_task_id)
     return dialect, reply

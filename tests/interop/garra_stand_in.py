@@ -3,7 +3,7 @@
     python -m tests.interop.garra_stand_in        (from the repository root)
 
 What it copies from GarraIA (`crates/garraia-cli/src/mcp_server.rs` and its interop guide):
-- one tool, `garra_ask {message (≤ 64 KiB), provider?, model?, timeout_secs? (1–600),
+- one tool, `garra_ask {message (≤ 64 KiB), provider?, model?, timeout_secs? (1 to 600),
   system_prompt? (≤ 8 KiB)}` with `additionalProperties: false`;
 - success: one text block holding `{"schema":"garra.ask.v1","ok":true,"answer","provider","model",
   "latency_ms"}`; failure: `{"schema":"garra.ask.v1","ok":false,"error":{"kind","message"}}` with
@@ -121,8 +121,9 @@ async def _call_tool(ctx: ServerRequestContext[Any], params: CallToolRequestPara
     arguments = dict(params.arguments or {})
     log = os.environ.get("GARRA_STAND_IN_LOG")
     if log:
-        with open(log, "a", encoding="utf-8") as handle:
-            handle.write(json.dumps({"tool": params.name, "arguments": arguments}) + "\n")
+        line = json.dumps({"tool": params.name, "arguments": arguments}) + "\n"
+        async with await anyio.open_file(log, "a", encoding="utf-8") as handle:
+            await handle.write(line)
     if params.name != "garra_ask":
         raise MCPError(code=INVALID_PARAMS, message=f"unknown tool {params.name}")
     arguments_check(arguments)
