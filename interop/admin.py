@@ -9,11 +9,11 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.urls import reverse
-from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
 from agent.admin import ReadOnlyAdmin, ReadOnlyInline
+from interop import services
 from interop.models import A2ATask, PairingToken, PeerConversation, PeerExchange
 
 
@@ -28,14 +28,14 @@ class PairingTokenAdmin(ReadOnlyAdmin):
 
     @admin.action(description="Revoke the selected tokens")
     def revoke(self, request: HttpRequest, queryset: QuerySet[PairingToken]) -> None:
-        count = queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
+        count = services.pairing_tokens_revoke(token_ids=queryset.values_list("pk", flat=True))
         self.message_user(request, f"Revoked {count} token(s); peers using them now get 401.", messages.SUCCESS)
 
 
 class PeerExchangeInline(ReadOnlyInline):
     model = PeerExchange
     fields = ["started_at", "state", "message", "reply", "error", "duration_ms", "turn"]
-    readonly_fields = fields
+    readonly_fields = ["started_at", "state", "message", "reply", "error", "duration_ms", "turn"]
     ordering = ["started_at", "id"]
 
 
@@ -71,9 +71,7 @@ class PeerConversationAdmin(ReadOnlyAdmin):
 
     @admin.action(description="Stop the selected conversations")
     def stop(self, request: HttpRequest, queryset: QuerySet[PeerConversation]) -> None:
-        count = queryset.filter(status=PeerConversation.Status.OPEN).update(
-            status=PeerConversation.Status.STOPPED, stop_reason="operator"
-        )
+        count = services.conversations_stop(conversation_ids=queryset.values_list("pk", flat=True), reason="operator")
         self.message_user(request, f"Stopped {count} conversation(s): no further message is sent or accepted.")
 
 

@@ -59,15 +59,17 @@ def _from_envelope(outcome: ToolOutcome, envelope: dict[str, Any], *, peer: str)
         text = untrusted_wrap(envelope["answer"], source=peer)
         text += f"\n(answered by {answered_by} in {envelope.get('latency_ms', '?')} ms)"
         return _with_text(outcome, text, is_error=False)
-    error = envelope.get("error") if isinstance(envelope.get("error"), dict) else {}
+    error = envelope.get("error")
+    if not isinstance(error, dict):
+        error = {}
     kind = str(error.get("kind") or "unknown")
     message = str(error.get("message") or "no message")
     return _with_text(outcome, f"GarraIA could not answer ({kind}): {message}", is_error=True)
 
 
 def _failure(outcome: ToolOutcome, *, tool: str) -> ToolOutcome:
-    error = outcome.record.get("error") if isinstance(outcome.record.get("error"), dict) else {}
-    if error.get("code") == INVALID_PARAMS:
+    error = outcome.record.get("error")
+    if isinstance(error, dict) and error.get("code") == INVALID_PARAMS:
         detail = str(error.get("message", "")).split("with an error: ", 1)[-1]
         text = (
             f"{tool} refused the arguments (invalid_params): {detail}. It takes message (at most 64 KiB), and "

@@ -37,7 +37,7 @@ from mcp.types import (
 
 from agent.engine.budgets import Budgets
 from agent.engine.runner import TurnRejected, turn_start
-from agent.models import AgentSession
+from interop.selectors import session_belongs_to
 from interop.turns import turn_answer
 
 SCHEMA = "hermes.ask.v1"
@@ -111,16 +111,14 @@ def _failure(kind: str, message: str, **extra: Any) -> CallToolResult:
     return _envelope({"ok": False, "error": {"kind": kind, "message": message}, **extra}, is_error=True)
 
 
-def _session_belongs(session_id: uuid.UUID, actor: str) -> bool:
-    return AgentSession.objects.filter(pk=session_id, actor=actor).exists()
-
-
 async def hermes_ask(arguments: dict[str, Any], *, peer: str) -> CallToolResult:
     """Run one turn for `peer` and answer its envelope."""
     message, session_id, timeout = arguments_parse(arguments)
     started = time.monotonic()
     actor = f"peer:{peer}"
-    if session_id is not None and not await database_sync_to_async(_session_belongs)(session_id, actor):
+    if session_id is not None and not await database_sync_to_async(session_belongs_to)(
+        session_id=session_id, actor=actor
+    ):
         return _failure("session_not_found", f"There is no session with id {session_id} for {actor}.")
     budgets = Budgets.from_settings()
     if timeout is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
+from agent.models import AgentSession
 from interop.models import PeerConversation, PeerExchange
 
 
@@ -43,3 +44,8 @@ def inbound_last_exchange(*, peer: str, dialect: str, external_id: str) -> Excha
         state=exchange.state,
         error=exchange.error,
     )
+
+
+def session_belongs_to(*, session_id: uuid.UUID, actor: str) -> bool:
+    """Whether `actor` started the session (a peer may only continue its own sessions)."""
+    return AgentSession.objects.filter(pk=session_id, actor=actor).exists()

@@ -9,6 +9,7 @@ import hashlib
 import hmac
 import secrets
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from django.db import transaction
@@ -58,9 +59,14 @@ def pairing_token_verify(*, token: str) -> str | None:
     return row.peer
 
 
-def pairing_tokens_revoke(*, peer: str) -> int:
-    """Revoke every live token of `peer`; returns how many."""
-    return PairingToken.objects.filter(peer=peer, revoked_at__isnull=True).update(revoked_at=timezone.now())
+def pairing_tokens_revoke(*, peer: str | None = None, token_ids: Iterable[int] | None = None) -> int:
+    """Revoke every live token of `peer`, or the tokens `token_ids`; returns how many were live."""
+    tokens = PairingToken.objects.filter(revoked_at__isnull=True)
+    if peer is not None:
+        tokens = tokens.filter(peer=peer)
+    if token_ids is not None:
+        tokens = tokens.filter(pk__in=list(token_ids))
+    return tokens.update(revoked_at=timezone.now())
 
 
 # --- conversations ---------------------------------------------------------------------------------
@@ -115,9 +121,14 @@ def _stop(conversation: PeerConversation, reason: str) -> None:
 
 def conversation_stop(*, conversation_id: uuid.UUID, reason: str) -> None:
     """Close a conversation: no message is sent or accepted in it any more."""
-    conversation = PeerConversation.objects.filter(pk=conversation_id).first()
-    if conversation is not None and conversation.status == PeerConversation.Status.OPEN:
-        _stop(conversation, reason)
+    conversations_stop(conversation_ids=[conversation_id], reason=reason)
+
+
+def conversations_stop(*, conversation_ids: Iterable[uuid.UUID], reason: str) -> int:
+    """Close the open ones among `conversation_ids`; returns how many."""
+    return PeerConversation.objects.filter(pk__in=list(conversation_ids), status=PeerConversation.Status.OPEN).update(
+        status=PeerConversation.Status.STOPPED, stop_reason=reason, updated_at=timezone.now()
+    )
 
 
 @transaction.atomic

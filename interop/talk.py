@@ -44,9 +44,13 @@ ENDINGS = {
     "wall_clock": "the conversation's time budget",
     "closed": "an earlier stop",
     "operator": "the operator",
+    "failed": "a failure",
 }
 # Refusals that are the stop rule ending the conversation, not failures.
 RULE_STOPS = frozenset({"turn_cap", "wall_clock", "closed"})
+# Refusals that happen before anything goes on the wire.
+NOTHING_SENT = frozenset({"not_allowed", "depth_guard", "invalid_message", "too_long", "rate_limited"})
+CUT_NOTE = "\n[cut to fit the peer's limit]"
 
 Line = Literal["sent", "received", "unsent", "summary"]
 Printer = Callable[[Line, int, str], None]
@@ -62,9 +66,12 @@ class TalkOutcome:
 
 
 class TalkFailed(Exception):
-    def __init__(self, message: str) -> None:
+    """A message or a turn failed; `nothing_sent` when the message never left Hermes."""
+
+    def __init__(self, message: str, *, nothing_sent: bool = False) -> None:
         super().__init__(message)
         self.message = message
+        self.nothing_sent = nothing_sent
 
 
 class Talk:
@@ -82,12 +89,21 @@ class Talk:
         """Talk until the stop rule ends it. Raises `TalkFailed` when a message or a turn fails."""
         try:
             return await self._talk(opening)
+        except TalkFailed:
+            await self._stop("failed")
+            raise
         except asyncio.CancelledError:
             await self._operator_stop()
             raise
 
     async def _talk(self, opening: str) -> TalkOutcome:
         message = opening.strip() + OPENING_NOTE.format(marker=settings.HERMES_A2A_STOP_MARKER)
+        if len(message) > self.peer.max_chars:
+            raise TalkFailed(
+                f"the opening has {len(message):,} characters with the protocol note; {self.peer.name} takes at most "
+                f"{self.peer.max_chars:,}",
+                nothing_sent=True,
+            )
         while True:
             try:
                 result = await self._send(message)
@@ -95,7 +111,9 @@ class Talk:
                 if refusal.kind in RULE_STOPS:
                     self.outcome.stop_reason = refusal.kind
                     return self.outcome
-                raise TalkFailed(f"{refusal.kind}: {refusal.message}") from None
+                raise TalkFailed(
+                    f"{refusal.kind}: {refusal.message}", nothing_sent=refusal.kind in NOTHING_SENT
+                ) from None
             stop = result.stop_reason or ("turn_cap" if self.outcome.turns >= self.max_turns else "")
             if stop:
                 self.outcome.stop_reason = stop
@@ -110,7 +128,13 @@ class Talk:
                 await self._stop(own_stop)
                 self.printer("unsent", self.outcome.turns, answer.text)
                 return self.outcome
-            self._last_answer = message = answer.text
+            self._last_answer = answer.text
+            message = self._fit(answer.text)
+
+    def _fit(self, text: str) -> str:
+        """Hermes's answer within the peer's character cap (the turn was asked to stay under it)."""
+        limit = self.peer.max_chars
+        return text if len(text) <= limit else text[: limit - len(CUT_NOTE)] + CUT_NOTE
 
     async def _send(self, message: str) -> SendResult:
         self.printer("sent", self.outcome.turns + 1, message)

@@ -59,7 +59,7 @@ def _reply(peer: Peer, task: Any, task_id: str) -> RemoteReply:
     agent = [m for m in task["messages"] if isinstance(m, dict) and m.get("role") == "agent"]
     parts = agent[-1].get("parts", []) if agent else []
     text = "\n".join(p["text"] for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str))
-    remote_id = task.get("id") if isinstance(task.get("id"), str) else task_id
+    remote_id = task["id"] if isinstance(task.get("id"), str) and task["id"] else task_id
     return RemoteReply(text=text, state=state, thread_id=remote_id, task_id=remote_id)
 
 

@@ -75,8 +75,10 @@ def _loopback_exempt(scope: Scope, headers: dict[str, str]) -> bool:
     if not scope["path"].startswith(GARRAIA_PREFIX) or "origin" in headers:
         return False
     client = scope.get("client")
+    if not client:
+        return False
     host = _host_name(headers.get("host", ""))
-    return bool(client) and _is_loopback(str(client[0])) and (host == "localhost" or _is_loopback(host))
+    return _is_loopback(str(client[0])) and (host == "localhost" or _is_loopback(host))
 
 
 def _host_name(host_header: str) -> str:

@@ -32,12 +32,10 @@ DESCRIPTION = (
     "fleet's health, dependencies, logs and changes from Oikos's tools, and requests changes only through "
     "Oikos's approval-gated executions."
 )
-SKILL = {
-    "id": "homelab-operator",
-    "name": "Homelab operator",
-    "description": "Investigate the homelab (health, blast radius, logs, metrics, history) and explain it.",
-    "tags": ["oikos", "homelab", "operations"],
-}
+SKILL_ID = "homelab-operator"
+SKILL_NAME = "Homelab operator"
+SKILL_DESCRIPTION = "Investigate the homelab (health, blast radius, logs, metrics, history) and explain it."
+SKILL_TAGS = ["oikos", "homelab", "operations"]
 
 
 def agent_version() -> str:
@@ -71,7 +69,15 @@ def a2a_card(base_url: str) -> AgentCard:
         security_requirements=[SecurityRequirement(schemes={SECURITY_SCHEME: StringList()})],
         default_input_modes=["text/plain"],
         default_output_modes=["text/plain"],
-        skills=[AgentSkill(**SKILL, examples=["What's degraded and what depends on it?"])],
+        skills=[
+            AgentSkill(
+                id=SKILL_ID,
+                name=SKILL_NAME,
+                description=SKILL_DESCRIPTION,
+                tags=SKILL_TAGS,
+                examples=["What's degraded and what depends on it?"],
+            )
+        ],
     )
 
 
@@ -82,5 +88,5 @@ def garraia_card(base_url: str) -> dict[str, Any]:
         "version": agent_version(),
         "description": DESCRIPTION,
         "capabilities": {"streaming": False, "pushNotifications": False},
-        "skills": [SKILL],
+        "skills": [{"id": SKILL_ID, "name": SKILL_NAME, "description": SKILL_DESCRIPTION, "tags": SKILL_TAGS}],
     }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import httpx2
@@ -160,21 +161,26 @@ async def test_a_revoked_token_is_401(
         await send(hermes, tokens["sdk-revoked"], message("hello again?"))
 
 
-def test_jsonrpc_speaks_a2a_0_3_too(hermes: DaphneHermes, tokens: dict[str, str], peer_llm: FakeAnthropic) -> None:
-    peer_llm.enqueue(Reply.text("Hello from 0.3."))
-    request = {
-        "jsonrpc": "2.0",
-        "id": 7,
-        "method": "message/send",
-        "params": {
-            "message": {"role": "user", "messageId": "m1", "kind": "message", "parts": [{"kind": "text", "text": "hi"}]}
-        },
-    }
-    response = httpx2.post(
-        f"{hermes.url}/a2a/jsonrpc",
-        json=request,
-        headers={"Authorization": f"Bearer {tokens['sdk-compat']}"},
-        timeout=60,
-    ).json()
-    assert response["result"]["status"]["state"] == "completed"
-    assert response["result"]["artifacts"][0]["parts"][0]["text"] == "Hello from 0.3."
+def test_both_bindings_speak_a2a_0_3_too(hermes: DaphneHermes, tokens: dict[str, str], peer_llm: FakeAnthropic) -> None:
+    """Older clients send no `A2A-Version` header and use the 0.3 method names and paths."""
+    peer_llm.enqueue(Reply.text("Hello from 0.3."), Reply.text("Hello over REST."))
+    headers = {"Authorization": f"Bearer {tokens['sdk-compat']}"}
+
+    def message_03(text: str) -> dict[str, Any]:
+        return {
+            "role": "user",
+            "messageId": uuid.uuid4().hex,
+            "kind": "message",
+            "parts": [{"kind": "text", "text": text}],
+        }
+
+    rpc = {"jsonrpc": "2.0", "id": 7, "method": "message/send", "params": {"message": message_03("hi")}}
+    task = httpx2.post(f"{hermes.url}/a2a/jsonrpc", json=rpc, headers=headers, timeout=60).json()["result"]
+    assert task["status"]["state"] == "completed"
+    assert task["artifacts"][0]["parts"][0]["text"] == "Hello from 0.3."
+
+    # The 0.3 HTTP+JSON binding is the protobuf JSON of 0.3: `request`, `content`, `ROLE_USER`.
+    request = {"request": {"messageId": uuid.uuid4().hex, "role": "ROLE_USER", "content": [{"text": "hi"}]}}
+    rest = httpx2.post(f"{hermes.url}/a2a/rest/v1/message:send", json=request, headers=headers, timeout=60)
+    assert rest.status_code == 200, rest.text
+    assert "Hello over REST." in rest.text

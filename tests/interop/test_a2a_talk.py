@@ -5,6 +5,9 @@ from __future__ import annotations
 import itertools
 import json
 import re
+import signal
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -13,7 +16,14 @@ import pytest
 
 from tests.fakes import FakeAnthropic, Reply
 from tests.interop.listeners import SilentListener
-from tests.interop.processes import DaphneHermes, clean_environ, database_rows, manage, pairing_tokens
+from tests.interop.processes import (
+    REPO_ROOT,
+    DaphneHermes,
+    clean_environ,
+    database_rows,
+    manage,
+    pairing_tokens,
+)
 
 
 @pytest.fixture(scope="module")
@@ -121,3 +131,38 @@ def test_a_url_off_the_allowlist_is_refused_without_connecting(
     assert run.returncode == 2
     assert "is not a configured peer; nothing was sent" in run.stderr and hermes_b.url in run.stderr
     assert fake_llm.requests == []
+
+
+def test_ctrl_c_stops_the_turn_in_flight_and_closes_the_conversation(
+    hermes_b: DaphneHermes,
+    token_for_a: str,
+    module_llm: FakeAnthropic,
+    fake_llm: FakeAnthropic,
+    fresh_database: str,
+    tmp_path: Path,
+) -> None:
+    module_llm.responder = numbered("B says")
+    fake_llm.responder = lambda request: Reply.text("A thinks slowly " * 200, chunk=4, delay=0.05)
+    peers = {"hermes-b": {"url": hermes_b.url, "dialect": "a2a", "token": "${HERMES_B_TOKEN}"}}
+    env = hermes_a_env(fresh_database, fake_llm, tmp_path, peers, HERMES_B_TOKEN=token_for_a)
+    talk = subprocess.Popen(
+        [sys.executable, "manage.py", "a2a_talk", "hermes-b", "hello"],
+        cwd=REPO_ROOT,
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        fake_llm.wait_for_requests(1, timeout=60)  # A's turn is reading B's first reply
+        talk.send_signal(signal.SIGINT)
+        _, err = talk.communicate(timeout=60)
+    finally:
+        talk.kill()
+    assert talk.returncode == 130, err
+    assert "[stopped] operator" in err
+    db = env["DATABASE_URL"]
+    assert database_rows(db, "select status, stop_reason from agent_turns") == [("cancelled", "cancelled")]
+    assert database_rows(db, "select status, stop_reason, turns from interop_peer_conversations") == [
+        ("stopped", "operator", 1)
+    ]

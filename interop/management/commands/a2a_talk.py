@@ -70,7 +70,7 @@ class Command(BaseCommand):
         except TalkFailed as failed:
             self.stderr.write(f"error: {failed.message}")
             self._report(talk.outcome)
-            return EXIT_FAILED
+            return EXIT_REFUSED if failed.nothing_sent and not talk.outcome.turns else EXIT_FAILED
         except asyncio.CancelledError:
             raise KeyboardInterrupt from None
         finally:
