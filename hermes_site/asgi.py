@@ -16,12 +16,12 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.conf import settings  # noqa: E402
 
-from hermes_site.path_router import PathRouter  # noqa: E402
+from hermes_site.path_router import App, PathRouter  # noqa: E402
 from interop.server.app import a2a_asgi_app  # noqa: E402
 
 websocket_urlpatterns: list = []
 
-http_app = django_asgi_app
+http_app: App = django_asgi_app
 if settings.HERMES_A2A_SERVE:
     a2a_app = a2a_asgi_app()
     http_app = PathRouter(

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
 
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import Receive, Scope, Send
+
+# Loose on purpose: Django's handler and Starlette apps spell the ASGI signature differently.
+App = Callable[[Any, Any, Any], Awaitable[None]]
 
 
 class PathRouter:
@@ -14,11 +18,11 @@ class PathRouter:
     scope type) goes to `default`.
     """
 
-    def __init__(self, routes: Sequence[tuple[str, ASGIApp]], *, default: ASGIApp) -> None:
+    def __init__(self, routes: Sequence[tuple[str, App]], *, default: App) -> None:
         self.routes = list(routes)
         self.default = default
 
-    def app_for(self, path: str) -> ASGIApp:
+    def app_for(self, path: str) -> App:
         for route, app in self.routes:
             if path == route or (route.endswith("/") and path.startswith(route)):
                 return app
