@@ -21,6 +21,7 @@ from agent.tools.local import LocalResult
 from interop.client.guard import address_refusal
 from interop.models import PeerConversation, PeerExchange
 from interop.peers import PeerBook, peers_parse
+from interop.server.conversation import inbound_turn
 from interop.tool import A2ASendTool
 from tests.agent.conftest import turn_collect
 from tests.fakes import FakeAnthropic, Reply
@@ -270,3 +271,30 @@ async def test_a_model_messages_a_peer_and_the_reply_comes_back_untrusted_and_in
     conversation = await database_sync_to_async(PeerConversation.objects.get)()
     assert (conversation.direction, conversation.session_id, conversation.turns) == ("outbound", handle.session_id, 1)
     assert not llm.rejections
+
+
+async def test_a_turn_a_peer_started_over_a2a_never_messages_that_peer(
+    llm: FakeAnthropic, garra: FakeGarraPeer, settings: Settings, tmp_path: Path, mcp_hub_cleanup: None
+) -> None:
+    """Through the server's conversation core: the peer's own turn sees `a2a_send` only for other
+    peers, and a call to the peer itself is refused without a request."""
+    path = tmp_path / "peers.json"
+    peers = {"garra": {"url": garra.url, "dialect": "garraia"}, "lab": {"url": "http://127.0.0.1:9"}}
+    path.write_text(json.dumps({"peers": peers}))
+    settings.HERMES_A2A_PEERS = str(path)
+    settings.HERMES_MCP_CONFIG = ""
+    settings.OIKOS_MCP_URL = ""
+
+    def model(request: dict[str, Any]) -> Reply:
+        if not last_tool_results(request):
+            return Reply.tool_use("a2a_send", {"url": garra.url, "message": "Did you ask me this?"})
+        return Reply.text("Answered directly.")
+
+    llm.responder = model
+    reply = await inbound_turn(peer="garra", dialect="garraia", external_id="loop-1", text="What's new?")
+
+    assert reply.state == "completed" and reply.text == "Answered directly."
+    assert "a2a_send" in {tool["name"] for tool in llm.requests[0].body["tools"]}
+    refused = tool_result_text(last_tool_results(llm.requests[1].body)[0])
+    assert refused.startswith("a2a_send refused (depth_guard)")
+    assert garra.seen == []
