@@ -1,4 +1,7 @@
-"""Size limits at the ASGI edge: no request body or websocket message larger than HERMES_MAX_REQUEST_BYTES.
+"""Size limits at the ASGI edge: no request body or websocket message larger than Hermes takes anywhere.
+
+The limits are HERMES_MAX_REQUEST_BYTES (websocket messages, and HTTP bodies; HERMES_A2A_MAX_BODY_BYTES
+for bodies when that is larger, the A2A routes applying it themselves).
 
 Django's ASGI handler spools a whole request body before any view can look at it, and a websocket
 consumer receives whatever frame arrives; mounted apps have their own habits. Checking here, once,
@@ -36,11 +39,12 @@ class SizeLimits:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> Any:
-        limit = settings.HERMES_MAX_REQUEST_BYTES
         if scope["type"] == "http":
+            # The largest body any route takes; each route then holds to its own limit.
+            limit = max(settings.HERMES_MAX_REQUEST_BYTES, settings.HERMES_A2A_MAX_BODY_BYTES)
             return await self._http(scope, receive, send, limit)
         if scope["type"] == "websocket":
-            return await self._websocket(scope, receive, send, limit)
+            return await self._websocket(scope, receive, send, settings.HERMES_MAX_REQUEST_BYTES)
         return await self.app(scope, receive, send)
 
     async def _http(self, scope: Scope, receive: Any, send: Any, limit: int) -> Any:

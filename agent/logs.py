@@ -166,5 +166,8 @@ def logging_config(*, log_format: str, level: str) -> dict[str, Any]:
             "httpx2": {"level": "WARNING"},
             "httpcore2": {"level": "WARNING"},
             "mcp": {"level": "WARNING"},
+            # The A2A client: classic httpx logs every request, the SDK every agent card it reads.
+            "httpx": {"level": "WARNING"},
+            "a2a": {"level": "WARNING"},
         },
     }

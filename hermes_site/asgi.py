@@ -1,8 +1,10 @@
-"""The one ASGI application Daphne serves: Django views over HTTP, Channels consumers over websockets.
+"""The one ASGI application Daphne serves: Django views over HTTP, Channels consumers over websockets,
+and the A2A endpoints (both dialects) in front of Django for their own paths.
 
-Every connection passes the edge first, whatever it is for: the network check (`access.edge`), then
-the size limits (`access.limits`). Websockets then pass the origin check and get their operator
-(`access.websocket`), as HTTP requests do in Django's middleware (`access.middleware`).
+Every connection passes the edge first, whatever it is for — Django, a websocket or an A2A route:
+the network check (`access.edge`), then the size limits (`access.limits`). Websockets then pass the
+origin check and get their operator (`access.websocket`), as HTTP requests do in Django's
+middleware (`access.middleware`); the A2A routes check their own pairing tokens.
 """
 
 from __future__ import annotations
@@ -19,11 +21,14 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hermes_site.settings")
 django.setup(set_prefix=False)
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from django.conf import settings  # noqa: E402
 
 from access.edge import mesh_only  # noqa: E402
 from access.exposure import exposure_warn_at_startup  # noqa: E402
 from access.limits import size_limits  # noqa: E402
 from access.websocket import websocket_guard  # noqa: E402
+from hermes_site.path_router import App, PathRouter  # noqa: E402
+from interop.server.app import a2a_asgi_app  # noqa: E402
 
 websocket_urlpatterns: list = []
 
@@ -31,11 +36,23 @@ websocket_urlpatterns: list = []
 def application_build() -> Any:
     """The whole application. Built once below for Daphne; tests that change a setting Django's
     middleware reads at start-up (SECURE_SSL_REDIRECT, ...) build a fresh one."""
+    django_app = get_asgi_application()
+    http_app: App = django_app
+    if settings.HERMES_A2A_SERVE:
+        a2a_app = a2a_asgi_app()
+        http_app = PathRouter(
+            [
+                ("/.well-known/agent-card.json", a2a_app),  # A2A 1.0 agent card
+                ("/.well-known/agent.json", a2a_app),  # GarraIA agent card
+                ("/a2a/", a2a_app),  # JSON-RPC, HTTP+JSON (/a2a/rest/), GarraIA tasks (/a2a/tasks)
+            ],
+            default=django_app,
+        )
     return mesh_only(
         size_limits(
             ProtocolTypeRouter(
                 {
-                    "http": get_asgi_application(),
+                    "http": http_app,
                     "websocket": websocket_guard(URLRouter(websocket_urlpatterns)),
                 }
             )

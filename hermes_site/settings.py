@@ -71,6 +71,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "access",
     "agent",
+    "interop",
 ]
 
 # Network checks (mesh_only) and size limits run before Django, in the ASGI edge (hermes_site/asgi.py).
@@ -307,6 +308,34 @@ CONTENT_SECURITY_POLICY = (
 )
 
 # --- Agent interop (MCP server, A2A) ---------------------------------------------------------------
+
+# Serve the A2A endpoints (A2A 1.0 and the GarraIA dialect) from the ASGI app.
+HERMES_A2A_SERVE = env_bool("HERMES_A2A_SERVE", True)
+HERMES_A2A_NAME = env_str("HERMES_A2A_NAME", "hermes")
+# The base URL peers reach this Hermes at, for the agent cards (e.g. behind a proxy); by default
+# it is taken from each card request.
+HERMES_A2A_PUBLIC_URL = env_str("HERMES_A2A_PUBLIC_URL")
+# Stock GarraIA sends no Authorization header. When true, the GarraIA-dialect routes accept calls
+# without a token, but only from a loopback address, as the peer named below.
+HERMES_A2A_GARRAIA_LOOPBACK_NO_TOKEN = env_bool("HERMES_A2A_GARRAIA_LOOPBACK_NO_TOKEN", False)
+HERMES_A2A_GARRAIA_LOOPBACK_PEER = env_str("HERMES_A2A_GARRAIA_LOOPBACK_PEER", "garraia")
+HERMES_A2A_MAX_BODY_BYTES = env_int("HERMES_A2A_MAX_BODY_BYTES", 256 * 1024, minimum=1024)
+# Turns one inbound conversation (a GarraIA task id, an A2A contextId) may run.
+HERMES_A2A_SERVER_MAX_TURNS = env_int("HERMES_A2A_SERVER_MAX_TURNS", 20, minimum=1)
+# Wall-clock limit of a turn a peer asked for; GarraIA's client gives up after 120 s.
+HERMES_A2A_SERVER_TURN_TIMEOUT = env_float("HERMES_A2A_SERVER_TURN_TIMEOUT", 110.0, minimum=1.0)
+# Rate windows: turns one peer may start here, and messages Hermes may send one peer, per window.
+HERMES_A2A_RATE_WINDOW = env_float("HERMES_A2A_RATE_WINDOW", 60.0, minimum=1.0)
+HERMES_A2A_RATE_LIMIT = env_int("HERMES_A2A_RATE_LIMIT", 30, minimum=1)
+HERMES_A2A_SEND_RATE_LIMIT = env_int("HERMES_A2A_SEND_RATE_LIMIT", 10, minimum=1)
+# The peers Hermes may talk to (`a2a_send`, `a2a_talk`); without it, `a2a_send` is not offered.
+HERMES_A2A_PEERS = env_str("HERMES_A2A_PEERS")
+# Defaults of a peer entry, and the rules that end an outbound conversation.
+HERMES_A2A_MAX_TURNS = env_int("HERMES_A2A_MAX_TURNS", 8, minimum=1)
+HERMES_A2A_TIMEOUT = env_float("HERMES_A2A_TIMEOUT", 120.0, minimum=1.0)
+HERMES_A2A_MAX_CHARS = env_int("HERMES_A2A_MAX_CHARS", 8000, minimum=100)
+HERMES_A2A_STOP_MARKER = env_str("HERMES_A2A_STOP_MARKER").strip() or "<<END>>"
+HERMES_A2A_CONVERSATION_SECONDS = env_float("HERMES_A2A_CONVERSATION_SECONDS", 1800.0, minimum=1.0)
 
 # --- Observability ---------------------------------------------------------------------------------
 

@@ -34,6 +34,7 @@ from agent.llm import llm_error_describe
 from agent.logs import log_event, turn_context_set
 from agent.models import Turn
 from agent.redaction import redact
+from agent.tools.context import ToolCallContext
 from agent.tools.hub import ToolHub, ToolOutcome
 
 logger = logging.getLogger("agent.engine")
@@ -69,12 +70,19 @@ class TurnState:
     turn_id: uuid.UUID
     actor: str
     messages: list[tuple[str, list[Block]]]
+    # The peer agent whose message started the turn; its tools are out of reach (the depth guard).
+    origin_peer: str | None = None
     iterations: int = 0
     usage: dict[str, int] = field(default_factory=lambda: dict.fromkeys(USAGE_KEYS, 0))
     text_blocks: int = 0
 
     def tokens_used(self) -> int:
         return sum(self.usage.values())
+
+    def tool_context(self) -> ToolCallContext:
+        return ToolCallContext(
+            actor=self.actor, session_id=self.session_id, turn_id=self.turn_id, origin_peer=self.origin_peer
+        )
 
 
 class TurnLoop:
@@ -133,7 +141,7 @@ class TurnLoop:
         await self._finish(Turn.Status.DONE, stop_reason)
 
     async def _loop(self) -> str:
-        specs = await self.hub.list_tools()
+        specs = await self.hub.list_tools(self.state.tool_context())
         self.tools = [spec.to_anthropic() for spec in specs]
         while True:
             capped = self._budget_exhausted()
@@ -320,7 +328,7 @@ class TurnLoop:
         started_at = timezone.now()
         arguments = block["input"] if isinstance(block["input"], dict) else {}
         try:
-            outcome = await self.hub.call(block["name"], arguments)
+            outcome = await self.hub.call(block["name"], arguments, context=self.state.tool_context())
         except asyncio.CancelledError:
             outcome = ToolOutcome(
                 content=[{"type": "text", "text": "Cancelled before the tool answered."}],

@@ -100,8 +100,13 @@ async def turn_start(
     session_id: uuid.UUID | None = None,
     hub: ToolHub | None = None,
     budgets: Budgets | None = None,
+    origin_peer: str | None = None,
 ) -> TurnHandle:
     """Validate, store the question, and start the turn in its own task.
+
+    `origin_peer` names the peer agent whose message this is (A2A, MCP): the turn can then neither
+    see nor call that peer's tools. The turn runs in a fresh context, so this is passed explicitly
+    rather than through a context variable.
 
     Raises `TurnRejected` (codes `llm_not_configured`, `invalid_message`, `message_too_large`,
     `session_not_found`, `persona_missing`) before anything is written.
@@ -130,7 +135,13 @@ async def turn_start(
 
     handle = TurnHandle(session_id=begun.session_id, turn_id=begun.turn_id, session_created=begun.session_created)
     loop = TurnLoop(
-        state=TurnState(session_id=begun.session_id, turn_id=begun.turn_id, actor=actor, messages=list(begun.history)),
+        state=TurnState(
+            session_id=begun.session_id,
+            turn_id=begun.turn_id,
+            actor=actor,
+            messages=list(begun.history),
+            origin_peer=origin_peer,
+        ),
         hub=hub,
         client=client,
         model=settings.HERMES_MODEL,

@@ -6,8 +6,15 @@ The file has the shape Claude Desktop and Claude Code use::
         "oikos": {"type": "http", "url": "${OIKOS_MCP_URL}",
                   "headers": {"Authorization": "Bearer ${OIKOS_MCP_TOKEN}"},
                   "timeout": 60, "tools": {"exclude": ["request_execution"]}},
-        "garra": {"command": "garra", "args": ["mcp"], "env": {"GARRA_HOME": "${HOME}/.garra"}}
+        "garraia": {"command": "garra", "args": ["mcp-server"],
+                    "hermes": {"envelope": "garra.ask.v1", "peer": "garraia",
+                               "arguments": {"provider": "anthropic", "model": "claude-haiku-4-5"}}}
     }}
+
+The optional `"hermes"` object holds what only Hermes reads: `peer` (the peer agent behind the
+server, for the depth guard; the server's name by default), `envelope` (a registered result
+envelope, see `agent.tools.envelopes`) and `arguments` (values always sent with every call of the
+server's tools, overriding the model's and hidden from the schema it sees).
 
 `${VAR}` and `${VAR:-default}` expand in every string value. A variable that is unset and has no
 default is a configuration error naming it: sending the literal `${OIKOS_MCP_TOKEN}` as a token
@@ -30,6 +37,7 @@ from django.conf import settings
 
 from agent.redaction import MIN_SECRET_LENGTH
 from agent.tools.approval_guard import tool_decides_approvals, tool_withheld_report
+from agent.tools.envelopes import envelope_get, envelope_names
 
 Transport = Literal["http", "stdio"]
 
@@ -79,6 +87,15 @@ class ServerConfig:
     exclude: tuple[str, ...] = ()
     # Values of secret-named variables (`${OIKOS_TOKEN}`), wherever they were expanded.
     secret_expansions: frozenset[str] = field(default=frozenset(), repr=False)
+    # The `"hermes"` options (see the module docstring).
+    peer: str | None = None
+    envelope: str | None = None
+    fixed_arguments: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def peer_name(self) -> str:
+        """The peer agent this server speaks for, as the depth guard compares it."""
+        return self.peer or self.name
 
     @property
     def target(self) -> str:
@@ -175,7 +192,7 @@ def _server_parse(
     name: str, entry: dict[str, Any], where: str, default_timeout: float, environ: Mapping[str, str]
 ) -> ServerConfig:
     secret_expansions: set[str] = set()
-    entry = {key: _expand(value, key, where, environ, secret_expansions) for key, value in entry.items()}
+    entry = {key: config_value_expand(value, key, where, environ, secret_expansions) for key, value in entry.items()}
     transport = _transport(entry, where)
     timeout = _optional(entry, "timeout", (int, float), where, default=default_timeout)
     if isinstance(timeout, bool) or timeout <= 0:
@@ -188,22 +205,46 @@ def _server_parse(
         "include": include,
         "exclude": exclude,
         "secret_expansions": frozenset(secret_expansions),
+        **_hermes_options(entry, where),
     }
     if transport == "http":
         url = _required(entry, "url", where)
         if not url.startswith(("http://", "https://")):
             raise MCPConfigError(f'{where}: "url" must be an http:// or https:// URL, got {url!r}')
-        return ServerConfig(**common, url=url, headers=_string_map(entry, "headers", where))
-    args = _optional(entry, "args", list, where, default=[])
-    if not all(isinstance(arg, str) for arg in args):
-        raise MCPConfigError(f'{where}: "args" must be a list of strings')
-    return ServerConfig(
-        **common,
-        command=_required(entry, "command", where),
-        args=tuple(args),
-        env=_string_map(entry, "env", where),
-        cwd=_optional(entry, "cwd", str, where, default=None),
-    )
+        config = ServerConfig(**common, url=url, headers=_string_map(entry, "headers", where))
+    else:
+        args = _optional(entry, "args", list, where, default=[])
+        if not all(isinstance(arg, str) for arg in args):
+            raise MCPConfigError(f'{where}: "args" must be a list of strings')
+        config = ServerConfig(
+            **common,
+            command=_required(entry, "command", where),
+            args=tuple(args),
+            env=_string_map(entry, "env", where),
+            cwd=_optional(entry, "cwd", str, where, default=None),
+        )
+    if config.envelope is not None:
+        envelope = envelope_get(config.envelope)
+        assert envelope is not None  # checked by _hermes_options
+        envelope.config_check(config, where)
+    return config
+
+
+_HERMES_KEYS = {"peer", "envelope", "arguments"}
+
+
+def _hermes_options(entry: dict[str, Any], where: str) -> dict[str, Any]:
+    options = _optional(entry, "hermes", dict, where, default={})
+    unknown = sorted(set(options) - _HERMES_KEYS)
+    if unknown:
+        raise MCPConfigError(f'{where}: unknown key "hermes.{unknown[0]}" (known: {", ".join(sorted(_HERMES_KEYS))})')
+    peer = _optional(options, "peer", str, f"{where}, hermes", default=None)
+    envelope = _optional(options, "envelope", str, f"{where}, hermes", default=None)
+    if envelope is not None and envelope_get(envelope) is None:
+        known = ", ".join(envelope_names()) or "none"
+        raise MCPConfigError(f'{where}: unknown envelope "{envelope}" in "hermes.envelope" (known: {known})')
+    arguments = _optional(options, "arguments", dict, f"{where}, hermes", default={})
+    return {"peer": peer or None, "envelope": envelope, "fixed_arguments": dict(arguments)}
 
 
 def _transport(entry: dict[str, Any], where: str) -> Transport:
@@ -232,7 +273,7 @@ def _filters(entry: dict[str, Any], where: str) -> tuple[tuple[str, ...] | None,
     return lists["include"], lists["exclude"] or ()
 
 
-def _expand(value: Any, path: str, where: str, environ: Mapping[str, str], secrets: set[str]) -> Any:
+def config_value_expand(value: Any, path: str, where: str, environ: Mapping[str, str], secrets: set[str]) -> Any:
     """Expand `${VAR}` / `${VAR:-default}` in every string inside `value` (shell semantics for `:-`).
 
     `path` names the field being expanded (`headers.Authorization`, `args[2]`) for the error message;
@@ -256,9 +297,11 @@ def _expand(value: Any, path: str, where: str, environ: Mapping[str, str], secre
 
         return _VARIABLE.sub(substitute, value)
     if isinstance(value, list):
-        return [_expand(item, f"{path}[{index}]", where, environ, secrets) for index, item in enumerate(value)]
+        return [
+            config_value_expand(item, f"{path}[{index}]", where, environ, secrets) for index, item in enumerate(value)
+        ]
     if isinstance(value, dict):
-        return {key: _expand(item, f"{path}.{key}", where, environ, secrets) for key, item in value.items()}
+        return {key: config_value_expand(item, f"{path}.{key}", where, environ, secrets) for key, item in value.items()}
     return value
 
 

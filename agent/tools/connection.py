@@ -60,13 +60,15 @@ class MCPCallError(Exception):
 
     `connect` (no connection could be opened), `timeout` (no answer within the server's timeout),
     `connection_lost` (the connection broke; the next request reconnects), `protocol` (the server
-    refused the request, e.g. an unknown tool or invalid arguments).
+    refused the request, e.g. an unknown tool or invalid arguments). For `protocol`, `code` is the
+    server's JSON-RPC error code (e.g. -32602 `invalid_params`).
     """
 
-    def __init__(self, kind: str, message: str) -> None:
+    def __init__(self, kind: str, message: str, *, code: int | None = None) -> None:
         super().__init__(message)
         self.kind = kind
         self.message = message
+        self.code = code
 
 
 @dataclass(eq=False)
@@ -166,7 +168,7 @@ class ServerConnection:
                 if exc.code == CONNECTION_CLOSED:
                     raise MCPCallError("connection_lost", await self._lost(link, what)) from None
                 message = f"{self._who} answered {what} with an error: {exc.message}"
-                raise MCPCallError("protocol", message) from None
+                raise MCPCallError("protocol", message, code=exc.code) from None
             except TimeoutError:
                 self._drop(link)
                 raise MCPCallError("timeout", self._timed_out(what)) from None

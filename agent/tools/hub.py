@@ -1,13 +1,19 @@
-"""The tool hub: every configured MCP server's tools behind one list and one `call`.
+"""The tool hub: every configured MCP server's tools, and Hermes's built-in tools, behind one list
+and one `call`.
 
 The turn engine sees only `ToolSpec`s (model-facing names valid for the Anthropic API) and
 `ToolOutcome`s. A server that is down, slow or broken turns into `is_error` outcomes with a message
 the model can act on; nothing here raises into a turn.
+
+Per server, the hub also applies the entry's `"hermes"` options: fixed `arguments` merged into every
+call, a result `envelope`, and the depth guard — a turn started by a peer agent is neither shown nor
+allowed the tools of the server that speaks for that peer (`ToolCallContext.origin_peer`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import copy
 import dataclasses
 import logging
 import time
@@ -22,6 +28,9 @@ from agent.logs import log_event
 from agent.redaction import redact_value, secrets_register
 from agent.tools.config import ServerConfig, Transport, mcp_servers_from_settings
 from agent.tools.connection import MCPCallError, ServerConnection
+from agent.tools.context import ToolCallContext
+from agent.tools.envelopes import envelope_get
+from agent.tools.local import LOCAL_SERVER, LocalTool, local_tool_name_check, local_tools_from_settings
 from agent.tools.names import ToolNameMap
 from agent.tools.results import (
     tool_error_blocks,
@@ -41,8 +50,8 @@ DEBUG_PREVIEW_CHARS = 500
 class ToolSpec:
     """One tool as the model sees it, and where it really lives."""
 
-    name: str  # model-facing, e.g. "mcp__oikos__get_entity"
-    server: str  # "oikos"
+    name: str  # model-facing, e.g. "mcp__oikos__get_entity"; a built-in tool's own name
+    server: str  # "oikos"; "hermes" for built-in tools
     tool: str  # the real MCP tool name
     description: str
     input_schema: dict[str, Any]
@@ -78,16 +87,25 @@ class ServerStatus:
 
 
 class ToolHub:
-    """All configured MCP servers of one event loop. Safe for many concurrent tasks of that loop."""
+    """All configured MCP servers and built-in tools of one event loop.
 
-    def __init__(self, configs: Iterable[ServerConfig]) -> None:
+    Safe for many concurrent tasks of that loop.
+    """
+
+    def __init__(self, configs: Iterable[ServerConfig], local_tools: Iterable[LocalTool] = ()) -> None:
         self._configs = {config.name: config for config in configs}
         self._connections = {name: ServerConnection(config) for name, config in self._configs.items()}
+        self._local: dict[str, LocalTool] = {}
+        for tool in local_tools:
+            local_tool_name_check(tool.name)
+            if tool.name in self._local:
+                raise ValueError(f"two built-in tools are named {tool.name!r}")
+            self._local[tool.name] = tool
         self._names = ToolNameMap()
         # Per server: the connection generation the tools were listed on, and the tools.
         self._listed: dict[str, tuple[int, list[ToolSpec]]] = {}
         self._errors: dict[str, str] = {}
-        self._specs: dict[str, ToolSpec] = {}
+        self._specs: dict[str, ToolSpec] = {spec.name: spec for spec in self._local_specs()}
         # Per server: whether the last contact worked, to log and export changes of state.
         self._up: dict[str, bool] = {}
         # From now on, these values are scrubbed from logs (and by `redact()` wherever it is used).
@@ -95,29 +113,39 @@ class ToolHub:
 
     @classmethod
     def from_settings(cls) -> ToolHub:
-        """A hub for the servers in settings. Raises `MCPConfigError` on a bad configuration."""
-        return cls(mcp_servers_from_settings())
+        """A hub for the servers and built-in tools settings describe.
+
+        Raises `MCPConfigError` on a bad configuration (of a server or of a built-in tool).
+        """
+        return cls(mcp_servers_from_settings(), local_tools_from_settings())
 
     @property
     def servers(self) -> list[ServerConfig]:
         return list(self._configs.values())
 
-    async def list_tools(self) -> list[ToolSpec]:
-        """Every allowed tool of every reachable server, in configuration order.
+    async def list_tools(self, context: ToolCallContext | None = None) -> list[ToolSpec]:
+        """Every allowed tool of every reachable server, in configuration order, then the built-ins.
 
         A server's list is cached and fetched again after its connection was reopened. A server that
-        cannot list its tools is left out; its error is kept for `status()`.
+        cannot list its tools is left out; its error is kept for `status()`. With a `context`, the
+        tools a turn of that context may not use (the depth guard) are left out of the answer.
         """
         await asyncio.gather(*(self._refresh(name) for name in self._configs))
         specs = [spec for name in self._configs for spec in self._listed.get(name, (0, []))[1]]
-        self._specs = {spec.name: spec for spec in specs}
-        return specs
+        local = self._local_specs()
+        self._specs = {spec.name: spec for spec in [*specs, *local]}
+        if context is None:
+            return [*specs, *local]
+        allowed = [spec for spec in specs if not context.forbids_peer(self._configs[spec.server].peer_name)]
+        return [*allowed, *(spec for spec in local if self._local[spec.name].offered(context))]
 
     def spec(self, name: str) -> ToolSpec | None:
         """The tool behind a model-facing name, as of the last `list_tools()`."""
         return self._specs.get(name)
 
-    async def call(self, name: str, arguments: dict[str, Any]) -> ToolOutcome:
+    async def call(
+        self, name: str, arguments: dict[str, Any], *, context: ToolCallContext | None = None
+    ) -> ToolOutcome:
         """Call a tool by its model-facing name. Failures of any kind come back as `is_error`.
 
         Every configured secret value (API key, MCP tokens, `HERMES_REDACT`, ...) is redacted from
@@ -125,11 +153,11 @@ class ToolHub:
         `/query` and peers all get the redacted text. Every call is logged (`tool.call`) and counted
         in the tool-call metrics.
         """
-        outcome = _redacted(await self._call(name, arguments))
+        outcome = _redacted(await self._call(name, arguments, context))
         self._observe(name, outcome)
         return outcome
 
-    async def _call(self, name: str, arguments: dict[str, Any]) -> ToolOutcome:
+    async def _call(self, name: str, arguments: dict[str, Any], context: ToolCallContext | None) -> ToolOutcome:
         started = time.monotonic()
         spec = self._specs.get(name)
         if spec is None:
@@ -144,22 +172,55 @@ class ToolHub:
             return _failure("unknown_tool", self._unknown_tool_message(name), started)
         if not isinstance(arguments, dict):
             return _failure("invalid_arguments", f"{name}: arguments must be a JSON object", started)
+        context = context or ToolCallContext()
+        if spec.name in self._local:
+            return await self._call_local(self._local[spec.name], arguments, context, started)
+        config = self._configs[spec.server]
+        if context.forbids_peer(config.peer_name):
+            message = (
+                f"{name} is not available in this turn: the turn was started by the peer "
+                f"{context.origin_peer!r}, and Hermes never calls a peer back from its own turn."
+            )
+            return _failure("depth_guard", message, started)
         try:
-            result = await self._connections[spec.server].call_tool(spec.tool, arguments)
+            result = await self._connections[spec.server].call_tool(spec.tool, {**arguments, **config.fixed_arguments})
         except MCPCallError as exc:
             if exc.kind in _SERVER_DOWN_KINDS:
                 self._server_state(spec.server, up=False, error=exc.message)
-            return _failure(exc.kind, exc.message, started)
+            outcome = _failure(exc.kind, exc.message, started, code=exc.code)
         except Exception as exc:  # the hub's promise: a broken server never crashes a turn
             logger.exception("unexpected failure calling %s", name)
-            return _failure("internal", f"{name} failed unexpectedly: {type(exc).__name__}: {exc}", started)
-        self._server_state(spec.server, up=True)
-        return _outcome(result, started)
+            outcome = _failure("internal", f"{name} failed unexpectedly: {type(exc).__name__}: {exc}", started)
+        else:
+            self._server_state(spec.server, up=True)
+            outcome = _outcome(result, started)
+        envelope = envelope_get(config.envelope) if config.envelope else None
+        if envelope is not None:
+            outcome = envelope.outcome(outcome, server=config, tool=spec.tool)
+        return outcome
+
+    async def _call_local(
+        self, tool: LocalTool, arguments: dict[str, Any], context: ToolCallContext, started: float
+    ) -> ToolOutcome:
+        try:
+            result = await tool.call(arguments, context)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a bug in a built-in tool is an error result, not a crashed turn
+            logger.exception("unexpected failure in the built-in tool %s", tool.name)
+            return _failure("internal", f"{tool.name} failed unexpectedly: {type(exc).__name__}: {exc}", started)
+        return ToolOutcome(
+            content=result.content,
+            is_error=result.is_error,
+            record=result.record,
+            structured=result.structured,
+            duration_ms=_elapsed_ms(started),
+        )
 
     def _observe(self, name: str, outcome: ToolOutcome) -> None:
         # A name listed once keeps its server and tool even while that server is down; a name
         # never listed (the model made it up) is counted as unknown, to keep labels bounded.
-        known = self._names.resolve(name)
+        known = (LOCAL_SERVER, name) if name in self._local else self._names.resolve(name)
         server, tool = known if known is not None else (metrics.UNKNOWN, metrics.UNKNOWN)
         error_kind = _error_kind(outcome)
         metrics.tool_call(server=server, tool=tool, duration_seconds=outcome.duration_ms / 1000, error_kind=error_kind)
@@ -190,8 +251,10 @@ class ToolHub:
         return list(await asyncio.gather(*(self._probe(name) for name in self._configs)))
 
     def secret_values(self) -> set[str]:
-        """Every configured value (header/env) that must be scrubbed from tool output and logs."""
-        return {secret for config in self._configs.values() for secret in config.secret_values()}
+        """Every configured value (header/env, built-in tools' tokens) that must be scrubbed from tool
+        output and logs."""
+        secrets = {secret for config in self._configs.values() for secret in config.secret_values()}
+        return secrets | {secret for tool in self._local.values() for secret in tool.secret_values()}
 
     async def aclose(self) -> None:
         """Close every connection; the hub can still be used afterwards (it reconnects)."""
@@ -237,9 +300,22 @@ class ToolHub:
             server=server,
             tool=tool.name,
             description=tool.description or tool.title or tool.name,
-            input_schema=tool.input_schema,
+            input_schema=_schema_without(tool.input_schema, self._configs[server].fixed_arguments),
             read_only=bool(tool.annotations and tool.annotations.read_only_hint),
         )
+
+    def _local_specs(self) -> list[ToolSpec]:
+        return [
+            ToolSpec(
+                name=tool.name,
+                server=LOCAL_SERVER,
+                tool=tool.name,
+                description=tool.description,
+                input_schema=tool.input_schema,
+                read_only=tool.read_only,
+            )
+            for tool in self._local.values()
+        ]
 
     async def _probe(self, name: str) -> ServerStatus:
         started = time.monotonic()
@@ -305,11 +381,11 @@ def _outcome(result: CallToolResult, started: float) -> ToolOutcome:
     )
 
 
-def _failure(kind: str, message: str, started: float) -> ToolOutcome:
+def _failure(kind: str, message: str, started: float, *, code: int | None = None) -> ToolOutcome:
     return ToolOutcome(
         content=tool_error_blocks(message),
         is_error=True,
-        record=tool_error_record(kind, message),
+        record=tool_error_record(kind, message, code=code),
         structured=None,
         duration_ms=_elapsed_ms(started),
     )
@@ -334,6 +410,20 @@ def _outcome_text(outcome: ToolOutcome, *, limit: int = 300) -> str:
     text = " ".join(block.get("text", "") for block in outcome.content if block.get("type") == "text")
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _schema_without(schema: dict[str, Any], fixed: Any) -> dict[str, Any]:
+    """The input schema with the configuration's fixed arguments removed: the model cannot choose them."""
+    if not fixed:
+        return schema
+    trimmed = copy.deepcopy(schema)
+    properties = trimmed.get("properties")
+    if isinstance(properties, dict):
+        for key in fixed:
+            properties.pop(key, None)
+    if isinstance(trimmed.get("required"), list):
+        trimmed["required"] = [key for key in trimmed["required"] if key not in fixed]
+    return trimmed
 
 
 def _elapsed_ms(started: float) -> int:

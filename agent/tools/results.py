@@ -91,9 +91,13 @@ def tool_error_blocks(message: str) -> list[dict[str, Any]]:
     return [{"type": "text", "text": message}]
 
 
-def tool_error_record(kind: str, message: str) -> dict[str, Any]:
-    """The ledger record of a call that produced no MCP result; `kind` says which failure it was."""
-    return {"content": [], "is_error": True, "error": {"kind": kind, "message": message}}
+def tool_error_record(kind: str, message: str, *, code: int | None = None) -> dict[str, Any]:
+    """The ledger record of a call that produced no MCP result; `kind` says which failure it was,
+    `code` the server's JSON-RPC error code when it refused the request."""
+    error: dict[str, Any] = {"kind": kind, "message": message}
+    if code is not None:
+        error["code"] = code
+    return {"content": [], "is_error": True, "error": error}
 
 
 def _resource_text(resource: TextResourceContents | BlobResourceContents) -> str:

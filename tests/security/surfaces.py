@@ -25,5 +25,13 @@ PUBLIC_HTTP_SURFACES: list[tuple[str, str]] = [
     ("GET", "/accounts/login/"),
 ]
 
+# The A2A routes, mounted in front of Django: they check their own pairing tokens.
+A2A_SURFACES: list[tuple[str, str]] = [
+    ("GET", "/.well-known/agent-card.json"),
+    ("GET", "/.well-known/agent.json"),
+    ("POST", "/a2a/"),
+    ("POST", "/a2a/tasks"),
+]
+
 # Every websocket path.
 WEBSOCKET_SURFACES: list[str] = []

@@ -155,6 +155,7 @@ class TestInputLimits:
         self, hermes_api: FakeAnthropic, settings: Settings
     ) -> None:
         settings.HERMES_MAX_REQUEST_BYTES = 8192
+        settings.HERMES_A2A_MAX_BODY_BYTES = 8192
 
         response = await _chat("a" * 10_000)
 

@@ -14,7 +14,7 @@ import pytest
 
 from tests.fakes.daphne import DaphneServer, LiveDatabase
 from tests.security.raw_websocket import websocket_open
-from tests.security.surfaces import HTTP_SURFACES, PUBLIC_HTTP_SURFACES, WEBSOCKET_SURFACES
+from tests.security.surfaces import A2A_SURFACES, HTTP_SURFACES, PUBLIC_HTTP_SURFACES, WEBSOCKET_SURFACES
 
 INSIDE = "127.0.0.1"
 OUTSIDE = "127.0.0.2"
@@ -33,7 +33,7 @@ def _client(source: str) -> httpx2.Client:
 
 def test_every_http_surface_refuses_a_peer_outside_the_allowed_networks(hermes: DaphneServer) -> None:
     with _client(OUTSIDE) as outside:
-        for method, path in [*HTTP_SURFACES, *PUBLIC_HTTP_SURFACES, ("GET", "/static/missing.css")]:
+        for method, path in [*HTTP_SURFACES, *PUBLIC_HTTP_SURFACES, *A2A_SURFACES, ("GET", "/static/missing.css")]:
             response = outside.request(method, f"{hermes.url}{path}", json={"message": "hello"})
             assert response.status_code == 403, (method, path)
             assert response.json()["error"]["code"] == "network_not_allowed", (method, path)
@@ -43,6 +43,7 @@ def test_the_allowed_peer_is_served(hermes: DaphneServer) -> None:
     with _client(INSIDE) as inside:
         assert inside.get(f"{hermes.url}/healthz").status_code in (200, 503)
         assert inside.get(f"{hermes.url}/accounts/login/").status_code == 200
+        assert inside.get(f"{hermes.url}/.well-known/agent-card.json").status_code == 200
 
 
 @pytest.mark.parametrize("path", [*WEBSOCKET_SURFACES, "/ws/anything/"])

@@ -16,6 +16,7 @@ FORM = ("content-type", "application/x-www-form-urlencoded")
 @pytest.fixture(autouse=True)
 def small_limit(settings: Settings) -> int:
     settings.HERMES_MAX_REQUEST_BYTES = 4096
+    settings.HERMES_A2A_MAX_BODY_BYTES = 4096
     return 4096
 
 

@@ -11,11 +11,17 @@ from pytest_django.fixtures import Settings
 
 from hermes_site.asgi import application_build
 from tests.security.asgi_client import FOREIGN_PEER, MESH_PEER, TRUSTED_PROXY, http, proxy_headers, websocket
-from tests.security.surfaces import HTTP_SURFACES, PUBLIC_HTTP_SURFACES, WEBSOCKET_SURFACES
+from tests.security.surfaces import A2A_SURFACES, HTTP_SURFACES, PUBLIC_HTTP_SURFACES, WEBSOCKET_SURFACES
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-EVERY_HTTP_SURFACE = [*HTTP_SURFACES, *PUBLIC_HTTP_SURFACES, ("POST", "/accounts/login/"), ("GET", "/no-such-page")]
+EVERY_HTTP_SURFACE = [
+    *HTTP_SURFACES,
+    *PUBLIC_HTTP_SURFACES,
+    *A2A_SURFACES,
+    ("POST", "/accounts/login/"),
+    ("GET", "/no-such-page"),
+]
 
 
 @pytest.mark.parametrize(("method", "path"), EVERY_HTTP_SURFACE)

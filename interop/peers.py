@@ -1,0 +1,198 @@
+"""The peers file: which agents Hermes may talk to over A2A, and how.
+
+    {"peers": {
+        "garraia": {"url": "http://127.0.0.1:3888", "dialect": "garraia"},
+        "lab": {"url": "https://hermes.lab.example:8443", "dialect": "auto",
+                "token": "${LAB_A2A_TOKEN}", "max_turns": 6, "timeout": 90, "max_chars": 6000}
+    }}
+
+`url` is the peer's base URL; its `scheme://host:port` is the only origin Hermes will ever connect
+to for that peer (the allowlist is exactly the set of these origins). `dialect` is `a2a` (A2A 1.0),
+`garraia` (GarraIA's REST dialect) or `auto` (read from the peer's agent cards on first use).
+`token` is the bearer the peer issued to Hermes (optional: stock GarraIA checks none). `${VAR}` and
+`${VAR:-default}` expand as in the `mcpServers` file. `max_turns`, `timeout` (seconds per turn) and
+`max_chars` (per message, both ways) default to the `HERMES_A2A_*` settings.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+from django.conf import settings
+
+from agent.tools.config import MCPConfigError, config_value_expand
+
+Dialect = Literal["a2a", "garraia", "auto"]
+DIALECTS: tuple[Dialect, ...] = ("a2a", "garraia", "auto")
+
+PEER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+_FIELDS = {"url", "dialect", "token", "max_turns", "timeout", "max_chars"}
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+class PeersConfigError(MCPConfigError):
+    """The peers file cannot be used; the message says where and why."""
+
+
+@dataclass(frozen=True)
+class Peer:
+    name: str
+    url: str  # base URL without a trailing slash
+    origin: str  # scheme://host:port, the one origin Hermes connects to for this peer
+    dialect: Dialect
+    token: str = field(default="", repr=False)
+    max_turns: int = 8
+    timeout: float = 120.0
+    max_chars: int = 8000
+
+    def endpoint(self, path: str) -> str:
+        return self.url + path
+
+
+def url_origin(url: str) -> str:
+    """`scheme://host:port` of an http(s) URL, ports made explicit; `ValueError` when it is not one."""
+    parts = urlsplit(url.strip())
+    scheme = parts.scheme.lower()
+    if scheme not in _DEFAULT_PORTS:
+        raise ValueError(f"{url!r} is not an http:// or https:// URL")
+    if "@" in parts.netloc:
+        raise ValueError(f"{url!r} carries credentials in the URL; put the token in the peers file")
+    try:
+        port = parts.port or _DEFAULT_PORTS[scheme]
+    except ValueError:
+        raise ValueError(f"{url!r} has an invalid port") from None
+    host = (parts.hostname or "").lower()
+    if not host:
+        raise ValueError(f"{url!r} has no host")
+    if ":" in host:
+        host = f"[{host}]"
+    return f"{scheme}://{host}:{port}"
+
+
+@dataclass(frozen=True)
+class PeerBook:
+    """The configured peers, and the lookup `a2a_send` and `a2a_talk` use to pick one."""
+
+    peers: tuple[Peer, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.peers)
+
+    @property
+    def allowlist(self) -> list[str]:
+        return sorted({peer.origin for peer in self.peers})
+
+    def named(self, name: str) -> Peer | None:
+        return next((peer for peer in self.peers if peer.name == name), None)
+
+    def find(self, target: str) -> Peer | None:
+        """The peer `target` names: a peer name, or a URL on a peer's exact origin.
+
+        Only the origin decides; several peers on one origin are told apart by the longest base
+        path the URL lies under.
+        """
+        named = self.named(target.strip())
+        if named is not None:
+            return named
+        try:
+            origin = url_origin(target)
+        except ValueError:
+            return None
+        candidates = [peer for peer in self.peers if peer.origin == origin]
+        if len(candidates) <= 1:
+            return candidates[0] if candidates else None
+        path = urlsplit(target.strip()).path.rstrip("/")
+        under = [peer for peer in candidates if path == _path(peer) or path.startswith(_path(peer) + "/")]
+        return max(under, key=lambda peer: len(_path(peer)), default=None)
+
+    def secret_values(self) -> frozenset[str]:
+        return frozenset(peer.token for peer in self.peers if len(peer.token) >= 8)
+
+
+def _path(peer: Peer) -> str:
+    return urlsplit(peer.url).path.rstrip("/")
+
+
+def peers_from_settings() -> PeerBook:
+    """The peers of `HERMES_A2A_PEERS` (none when unset). Raises `PeersConfigError`."""
+    if not settings.HERMES_A2A_PEERS:
+        return PeerBook()
+    return peers_load(Path(settings.HERMES_A2A_PEERS))
+
+
+def peers_load(path: Path, *, environ: Mapping[str, str] | None = None) -> PeerBook:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise PeersConfigError(f"peers file {path} does not exist (HERMES_A2A_PEERS)") from None
+    except OSError as exc:
+        raise PeersConfigError(f"peers file {path} cannot be read: {exc}") from None
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise PeersConfigError(f"peers file {path} is not valid JSON: {exc}") from None
+    return peers_parse(document, source=str(path), environ=os.environ if environ is None else environ)
+
+
+def peers_parse(document: Any, *, source: str, environ: Mapping[str, str]) -> PeerBook:
+    if not isinstance(document, dict) or not isinstance(document.get("peers"), dict):
+        raise PeersConfigError(f'{source}: expected a JSON object with an object under "peers"')
+    peers = []
+    for name, entry in document["peers"].items():
+        where = f"{source}: peer {name!r}"
+        if not isinstance(name, str) or not PEER_NAME.match(name):
+            raise PeersConfigError(f"{where}: a peer name is 1-64 letters, digits, '.', '_' or '-'")
+        if not isinstance(entry, dict):
+            raise PeersConfigError(f"{where}: expected an object, got {type(entry).__name__}")
+        peers.append(_peer_parse(name, entry, where, environ))
+    return PeerBook(tuple(peers))
+
+
+def _peer_parse(name: str, entry: dict[str, Any], where: str, environ: Mapping[str, str]) -> Peer:
+    unknown = sorted(set(entry) - _FIELDS)
+    if unknown:
+        raise PeersConfigError(f'{where}: unknown field "{unknown[0]}" (known: {", ".join(sorted(_FIELDS))})')
+    try:
+        entry = {key: config_value_expand(value, key, where, environ, set()) for key, value in entry.items()}
+    except MCPConfigError as exc:
+        raise PeersConfigError(str(exc)) from None
+    url = entry.get("url")
+    if not isinstance(url, str) or not url.strip():
+        raise PeersConfigError(f'{where}: "url" is required')
+    try:
+        origin = url_origin(url)
+    except ValueError as exc:
+        raise PeersConfigError(f"{where}: {exc}") from None
+    parts = urlsplit(url.strip())
+    if parts.query or parts.fragment:
+        raise PeersConfigError(f'{where}: "url" is a base URL; drop its query and fragment')
+    dialect = entry.get("dialect", "auto")
+    if dialect not in DIALECTS:
+        raise PeersConfigError(f'{where}: "dialect" is one of {", ".join(DIALECTS)}, not {dialect!r}')
+    token = entry.get("token", "")
+    if not isinstance(token, str):
+        raise PeersConfigError(f'{where}: "token" must be a string')
+    return Peer(
+        name=name,
+        url=origin + parts.path.rstrip("/"),
+        origin=origin,
+        dialect=dialect,
+        token=token.strip(),
+        max_turns=_number(entry, "max_turns", int, settings.HERMES_A2A_MAX_TURNS, where),
+        timeout=float(_number(entry, "timeout", (int, float), settings.HERMES_A2A_TIMEOUT, where)),
+        max_chars=_number(entry, "max_chars", int, settings.HERMES_A2A_MAX_CHARS, where),
+    )
+
+
+def _number(entry: dict[str, Any], key: str, kind: Any, default: Any, where: str) -> Any:
+    value = entry.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, kind) or value <= 0:
+        raise PeersConfigError(f'{where}: "{key}" must be a positive number')
+    return value

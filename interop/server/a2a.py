@@ -1,0 +1,109 @@
+"""A2A 1.0, server side, through the official `a2a-sdk`: the card, JSON-RPC (with 0.3 method names
+on the same endpoint) and the HTTP+JSON binding under its own prefix.
+
+The SDK owns the protocol — task ids, terminal tasks staying immutable, streaming — and this module
+only plugs Hermes in: `HermesExecutor` runs each message as a turn of the conversation its
+`contextId` names (`interop.server.conversation`), and the caller is the peer whose pairing token
+`PeerAuthMiddleware` accepted, which also scopes the task store to that peer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from a2a.auth.user import User
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.events import EventQueue
+from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.request_handlers.response_helpers import agent_card_to_dict
+from a2a.server.routes import DefaultServerCallContextBuilder, create_jsonrpc_routes, create_rest_routes
+from a2a.server.tasks import TaskUpdater
+from a2a.types import Part, Task, TaskState, TaskStatus
+from django.conf import settings
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import BaseRoute, Route
+
+from interop.server.auth import PEER_SCOPE_KEY
+from interop.server.card import JSONRPC_PATH, REST_PREFIX, a2a_card, card_base_url
+from interop.server.conversation import ConversationRefused, InboundRejected, inbound_turn
+from interop.server.task_store import DatabaseTaskStore
+
+DIALECT = "a2a"
+
+
+class PeerUser(User):
+    """The paired peer making the request, as the SDK sees a user."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    @property
+    def is_authenticated(self) -> bool:
+        return True
+
+    @property
+    def user_name(self) -> str:
+        return self._name
+
+
+class PeerContextBuilder(DefaultServerCallContextBuilder):
+    def build_user(self, request: Request) -> User:
+        return PeerUser(request.scope[PEER_SCOPE_KEY])
+
+
+class HermesExecutor(AgentExecutor):
+    """Each message: one Hermes turn in the conversation of its `contextId`, answered as an artifact."""
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        task_id, context_id = str(context.task_id), str(context.context_id)
+        updater = TaskUpdater(event_queue, task_id, context_id)
+        if context.current_task is None:
+            submitted = Task(id=task_id, context_id=context_id, status=TaskStatus(state=TaskState.TASK_STATE_SUBMITTED))
+            if context.message is not None:
+                submitted.history.append(context.message)
+            await event_queue.enqueue_event(submitted)
+        await updater.start_work()
+        peer = context.call_context.user.user_name
+        try:
+            reply = await inbound_turn(
+                peer=peer, dialect=DIALECT, external_id=context_id, text=context.get_user_input()
+            )
+        except (ConversationRefused, InboundRejected) as refused:
+            await updater.reject(message=updater.new_agent_message([Part(text=refused.message)]))
+            return
+        metadata: dict[str, Any] = {"hermes_session_id": str(reply.session_id), "hermes_turn_id": str(reply.turn_id)}
+        if reply.state == "completed":
+            parts = [Part(text=reply.text)]
+            await updater.add_artifact(parts, name="response", metadata=metadata)
+            await updater.complete(message=updater.new_agent_message(parts, metadata=metadata))
+        elif reply.state == "canceled":
+            await updater.cancel(message=updater.new_agent_message([Part(text="Cancelled.")], metadata=metadata))
+        else:
+            text = f"Hermes could not answer: {reply.error or 'the turn failed'}"
+            await updater.failed(message=updater.new_agent_message([Part(text=text)], metadata=metadata))
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        # The SDK cancels `execute` right after this; its cancellation stops the Hermes turn.
+        updater = TaskUpdater(event_queue, str(context.task_id), str(context.context_id))
+        await updater.cancel(message=updater.new_agent_message([Part(text="Cancelled by the peer.")]))
+
+
+async def agent_card(request: Request) -> JSONResponse:
+    return JSONResponse(agent_card_to_dict(a2a_card(card_base_url(request))))
+
+
+def a2a_routes() -> list[BaseRoute]:
+    """The card, JSON-RPC and HTTP+JSON routes, over one request handler and the database task store."""
+    # The handler reads capabilities (streaming) from this card; the URLs in it do not matter.
+    card = a2a_card(settings.HERMES_A2A_PUBLIC_URL.rstrip("/") or "http://localhost")
+    handler = DefaultRequestHandler(agent_executor=HermesExecutor(), task_store=DatabaseTaskStore(), agent_card=card)
+    context_builder = PeerContextBuilder()
+    return [
+        Route("/.well-known/agent-card.json", agent_card, methods=["GET"]),
+        *create_jsonrpc_routes(handler, JSONRPC_PATH, context_builder=context_builder, enable_v0_3_compat=True),
+        *create_rest_routes(handler, context_builder=context_builder, enable_v0_3_compat=True, path_prefix=REST_PREFIX),
+    ]
+
+
+__all__ = ["HermesExecutor", "a2a_routes"]

@@ -1,0 +1,92 @@
+"""What Hermes says about itself to peers: the A2A 1.0 agent card and GarraIA's agent card.
+
+Both are public (no token): they tell a peer where to talk and how to authenticate. The base URL is
+`HERMES_A2A_PUBLIC_URL` when set (behind a proxy), else the URL the card was requested at.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from typing import Any
+
+from a2a.types import (
+    AgentCapabilities,
+    AgentCard,
+    AgentInterface,
+    AgentSkill,
+    HTTPAuthSecurityScheme,
+    SecurityRequirement,
+    SecurityScheme,
+    StringList,
+)
+from a2a.utils.constants import TransportProtocol
+from django.conf import settings
+from starlette.requests import Request
+
+JSONRPC_PATH = "/a2a/jsonrpc"
+REST_PREFIX = "/a2a/rest"
+SECURITY_SCHEME = "bearer"
+
+DESCRIPTION = (
+    "Hermes, the resident operator agent of the Oikos homelab control plane: it answers questions about the "
+    "fleet's health, dependencies, logs and changes from Oikos's tools, and requests changes only through "
+    "Oikos's approval-gated executions."
+)
+SKILL_ID = "homelab-operator"
+SKILL_NAME = "Homelab operator"
+SKILL_DESCRIPTION = "Investigate the homelab (health, blast radius, logs, metrics, history) and explain it."
+SKILL_TAGS = ["oikos", "homelab", "operations"]
+
+
+def agent_version() -> str:
+    with (settings.BASE_DIR / "pyproject.toml").open("rb") as handle:
+        return str(tomllib.load(handle)["project"]["version"])
+
+
+def card_base_url(request: Request) -> str:
+    if settings.HERMES_A2A_PUBLIC_URL:
+        return settings.HERMES_A2A_PUBLIC_URL.rstrip("/")
+    return f"{request.url.scheme}://{request.url.netloc}"
+
+
+def a2a_card(base_url: str) -> AgentCard:
+    """The A2A 1.0 card: JSON-RPC and HTTP+JSON, each also in its 0.3 form, behind a bearer token."""
+    interfaces = [
+        AgentInterface(url=base_url + path, protocol_binding=binding, protocol_version=version)
+        for version in ("1.0", "0.3")
+        for binding, path in ((TransportProtocol.JSONRPC, JSONRPC_PATH), (TransportProtocol.HTTP_JSON, REST_PREFIX))
+    ]
+    bearer = HTTPAuthSecurityScheme(
+        scheme="bearer", description="A pairing token issued by this Hermes (manage.py a2a_pair <peer>)."
+    )
+    return AgentCard(
+        name=settings.HERMES_A2A_NAME,
+        description=DESCRIPTION,
+        version=agent_version(),
+        supported_interfaces=interfaces,
+        capabilities=AgentCapabilities(streaming=True, push_notifications=False),
+        security_schemes={SECURITY_SCHEME: SecurityScheme(http_auth_security_scheme=bearer)},
+        security_requirements=[SecurityRequirement(schemes={SECURITY_SCHEME: StringList()})],
+        default_input_modes=["text/plain"],
+        default_output_modes=["text/plain"],
+        skills=[
+            AgentSkill(
+                id=SKILL_ID,
+                name=SKILL_NAME,
+                description=SKILL_DESCRIPTION,
+                tags=SKILL_TAGS,
+                examples=["What's degraded and what depends on it?"],
+            )
+        ],
+    )
+
+
+def garraia_card(base_url: str) -> dict[str, Any]:
+    return {
+        "name": settings.HERMES_A2A_NAME,
+        "url": base_url,
+        "version": agent_version(),
+        "description": DESCRIPTION,
+        "capabilities": {"streaming": False, "pushNotifications": False},
+        "skills": [{"id": SKILL_ID, "name": SKILL_NAME, "description": SKILL_DESCRIPTION, "tags": SKILL_TAGS}],
+    }

@@ -1,0 +1,144 @@
+"""The conversation core both A2A dialects share: a peer's message → one real Hermes turn.
+
+A GarraIA task id or an A2A `contextId` names one conversation, and a conversation is one Hermes
+session: every message runs a turn in it (actor `peer:<name>`, origin `a2a`) and waits for `done`.
+The turn cannot call the peer back (`origin_peer`), runs under the server's per-turn time limit,
+and is refused outright when the conversation is closed, over its turn cap, still answering the
+previous message, or the peer is over its rate window.
+
+Turns run in this process's event loop; `inbound_cancel` reaches the ones running here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+import uuid
+from dataclasses import dataclass
+
+from channels.db import database_sync_to_async
+from django.conf import settings
+
+from agent.engine.budgets import Budgets
+from agent.engine.runner import TurnHandle, TurnRejected, turn_start
+from interop import services
+from interop.services import ConversationRefused
+from interop.turns import turn_answer
+
+# The turn of each conversation running in this process, for cancellation.
+_running: dict[uuid.UUID, TurnHandle] = {}
+
+TURN_STATES = {"done": "completed", "cancelled": "canceled"}
+
+
+@dataclass(frozen=True)
+class InboundReply:
+    conversation_id: uuid.UUID
+    session_id: uuid.UUID
+    turn_id: uuid.UUID
+    text: str
+    state: str  # completed, failed, canceled
+    error: str
+    latency_ms: int
+
+
+class InboundRejected(Exception):
+    """The turn could not start (`TurnRejected`): the model is not configured, the message is bad."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def inbound_budgets() -> Budgets:
+    budgets = Budgets.from_settings()
+    return dataclasses.replace(budgets, timeout=min(budgets.timeout, settings.HERMES_A2A_SERVER_TURN_TIMEOUT))
+
+
+async def inbound_turn(*, peer: str, dialect: str, external_id: str, text: str) -> InboundReply:
+    """Run one Hermes turn for a peer's message and return its answer.
+
+    Raises `ConversationRefused` (closed, turn cap, busy, rate limited) or `InboundRejected`;
+    either way nothing ran. If the caller is cancelled, the turn is cancelled too.
+    """
+    started = time.monotonic()
+    begun = await database_sync_to_async(services.inbound_exchange_begin)(
+        peer=peer,
+        dialect=dialect,
+        external_id=external_id,
+        message=text,
+        max_turns=settings.HERMES_A2A_SERVER_MAX_TURNS,
+        rate_limit=settings.HERMES_A2A_RATE_LIMIT,
+        window=settings.HERMES_A2A_RATE_WINDOW,
+        busy_after=settings.HERMES_A2A_SERVER_TURN_TIMEOUT + 60,
+    )
+    assert begun.conversation_id is not None
+    handle = await _turn_start(peer, text, begun)
+    await database_sync_to_async(services.inbound_exchange_started)(
+        exchange_id=begun.exchange_id,
+        conversation_id=begun.conversation_id,
+        session_id=handle.session_id,
+        turn_id=handle.turn_id,
+    )
+    _running[begun.conversation_id] = handle
+    try:
+        answer = await turn_answer(handle)
+    except asyncio.CancelledError:
+        handle.cancel()
+        await handle.wait()
+        await database_sync_to_async(services.exchange_finish)(
+            exchange_id=begun.exchange_id, state="canceled", error="cancelled by the peer"
+        )
+        raise
+    finally:
+        _running.pop(begun.conversation_id, None)
+    state = TURN_STATES.get(answer.status, "failed")
+    await database_sync_to_async(services.exchange_finish)(
+        exchange_id=begun.exchange_id, reply=answer.text, state=state, error=answer.error
+    )
+    return InboundReply(
+        conversation_id=begun.conversation_id,
+        session_id=handle.session_id,
+        turn_id=handle.turn_id,
+        text=answer.text,
+        state=state,
+        error=answer.error,
+        latency_ms=round((time.monotonic() - started) * 1000),
+    )
+
+
+async def _turn_start(peer: str, text: str, begun: services.ExchangeBegun) -> TurnHandle:
+    session_id = begun.session_id
+    for _attempt in (1, 2):
+        try:
+            return await turn_start(
+                text=text,
+                actor=f"peer:{peer}",
+                origin="a2a",
+                session_id=session_id,
+                budgets=inbound_budgets(),
+                origin_peer=peer,
+            )
+        except TurnRejected as rejected:
+            if rejected.code == "session_not_found" and session_id is not None:
+                session_id = None  # the session was deleted: the conversation starts a new one
+                continue
+            await database_sync_to_async(services.exchange_finish)(
+                exchange_id=begun.exchange_id, state="rejected", error=rejected.message
+            )
+            raise InboundRejected(rejected.code, rejected.message) from None
+    raise AssertionError("unreachable")
+
+
+def inbound_cancel(conversation_id: uuid.UUID) -> bool:
+    """Cancel the conversation's running turn if it runs in this process; False when none does."""
+    handle = _running.get(conversation_id)
+    if handle is None:
+        return False
+    handle.cancel()
+    return True
+
+
+__all__ = ["ConversationRefused", "InboundRejected", "InboundReply", "inbound_cancel", "inbound_turn"]

@@ -1,0 +1,143 @@
+"""GarraIA's A2A dialect, server side, exactly as GarraIA's client expects it.
+
+- `GET /.well-known/agent.json` → `{name, url, version, description, capabilities{streaming,
+  pushNotifications}, skills[{id, name, description, tags}]}`;
+- `POST /a2a/tasks {id?, message{role, parts[{"type":"text","text"}]}, metadata?}` → answered
+  synchronously with `{id, status, messages[user, agent], artifacts[{name:"response", parts,
+  index:0}], metadata}`; posting the same `id` again continues the conversation, even after
+  `completed`;
+- `GET /a2a/tasks/<id>` (404 unknown) and `POST /a2a/tasks/<id>/cancel` (404 unknown, 409 finished).
+
+`status` is only ever `submitted`, `working`, `completed`, `failed` or `canceled`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import uuid
+from typing import Any
+
+from channels.db import database_sync_to_async
+from django.conf import settings
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from interop.selectors import ExchangeView, inbound_last_exchange
+from interop.server.auth import PEER_SCOPE_KEY
+from interop.server.card import card_base_url, garraia_card
+from interop.server.conversation import ConversationRefused, InboundRejected, inbound_cancel, inbound_turn
+
+DIALECT = "garraia"
+TASK_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$")
+STATUS_OF = {"working": "working", "completed": "completed", "canceled": "canceled"}
+REFUSAL_STATUS = {"closed": 409, "turn_cap": 409, "busy": 409, "rate_limited": 429}
+REJECTION_STATUS = {"invalid_message": 400, "message_too_large": 413}
+
+
+def _error(status: int, message: str, *, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=status, headers=headers)
+
+
+def _text_parts(text: str) -> list[dict[str, str]]:
+    return [{"type": "text", "text": text}]
+
+
+def task_json(task_id: str, view: ExchangeView) -> dict[str, Any]:
+    """A task as GarraIA's client reads it: the reply is the last `messages` entry with role agent."""
+    status = STATUS_OF.get(view.state, "failed")
+    messages: list[dict[str, Any]] = [{"role": "user", "parts": _text_parts(view.message)}]
+    artifacts: list[dict[str, Any]] = []
+    if status == "completed":
+        messages.append({"role": "agent", "parts": _text_parts(view.reply)})
+        artifacts.append({"name": "response", "parts": _text_parts(view.reply), "index": 0})
+    elif status in ("failed", "canceled"):
+        why = view.error or ("cancelled" if status == "canceled" else "no answer")
+        messages.append({"role": "agent", "parts": _text_parts(f"Hermes could not answer: {why}")})
+    metadata = {"hermes_session_id": str(view.session_id) if view.session_id else None, "turns": view.turns}
+    return {"id": task_id, "status": status, "messages": messages, "artifacts": artifacts, "metadata": metadata}
+
+
+async def agent_card(request: Request) -> JSONResponse:
+    return JSONResponse(garraia_card(card_base_url(request)))
+
+
+async def task_create(request: Request) -> JSONResponse:
+    peer: str = request.scope[PEER_SCOPE_KEY]
+    try:
+        body = await request.json()
+    except ValueError:
+        return _error(400, "the body is not JSON")
+    parsed = _task_request(body)
+    if isinstance(parsed, str):
+        return _error(400, parsed)
+    task_id, text = parsed
+    try:
+        await inbound_turn(peer=peer, dialect=DIALECT, external_id=task_id, text=text)
+    except ConversationRefused as refused:
+        headers = {"Retry-After": str(refused.retry_after)} if refused.retry_after else None
+        return _error(REFUSAL_STATUS.get(refused.code, 409), refused.message, headers=headers)
+    except InboundRejected as rejected:
+        return _error(REJECTION_STATUS.get(rejected.code, 503), rejected.message)
+    view = await database_sync_to_async(inbound_last_exchange)(peer=peer, dialect=DIALECT, external_id=task_id)
+    assert view is not None
+    return JSONResponse(task_json(task_id, view))
+
+
+def _task_request(body: Any) -> tuple[str, str] | str:
+    """(task id, message text) from a `POST /a2a/tasks` body, or what is wrong with it."""
+    if not isinstance(body, dict):
+        return "the body must be a JSON object"
+    task_id = body.get("id") or uuid.uuid4().hex
+    if not isinstance(task_id, str) or not TASK_ID.match(task_id):
+        return '"id" must be 1-200 letters, digits, ".", "_", ":" or "-"'
+    message = body.get("message")
+    if not isinstance(message, dict) or not isinstance(message.get("parts"), list):
+        return '"message" must be an object with "role" and "parts"'
+    if message.get("role", "user") != "user":
+        return 'the message "role" must be "user"'
+    texts = [
+        part["text"]
+        for part in message["parts"]
+        if isinstance(part, dict) and part.get("type", "text") == "text" and isinstance(part.get("text"), str)
+    ]
+    text = "\n".join(texts).strip()
+    if not text:
+        return "the message has no text part"
+    if len(text) > settings.HERMES_MAX_MESSAGE_CHARS:
+        return f"the message has {len(text):,} characters; the limit is {settings.HERMES_MAX_MESSAGE_CHARS:,}"
+    return task_id, text
+
+
+async def task_get(request: Request) -> JSONResponse:
+    task_id = request.path_params["task_id"]
+    view = await database_sync_to_async(inbound_last_exchange)(
+        peer=request.scope[PEER_SCOPE_KEY], dialect=DIALECT, external_id=task_id
+    )
+    if view is None:
+        return _error(404, f"no task {task_id}")
+    return JSONResponse(task_json(task_id, view))
+
+
+async def task_cancel(request: Request) -> JSONResponse:
+    task_id = request.path_params["task_id"]
+    view = await database_sync_to_async(inbound_last_exchange)(
+        peer=request.scope[PEER_SCOPE_KEY], dialect=DIALECT, external_id=task_id
+    )
+    if view is None:
+        return _error(404, f"no task {task_id}")
+    if view.finished:
+        return _error(409, f"task {task_id} already finished ({STATUS_OF.get(view.state, 'failed')})")
+    if not inbound_cancel(view.conversation_id):
+        return _error(409, f"task {task_id} is being answered by another Hermes process; cancel it there")
+    cancelled = dataclasses.replace(view, state="canceled", error="cancelled by the peer")
+    return JSONResponse(task_json(task_id, cancelled))
+
+
+routes = [
+    Route("/.well-known/agent.json", agent_card, methods=["GET"]),
+    Route("/a2a/tasks", task_create, methods=["POST"]),
+    Route("/a2a/tasks/{task_id}", task_get, methods=["GET"]),
+    Route("/a2a/tasks/{task_id}/cancel", task_cancel, methods=["POST"]),
+]
