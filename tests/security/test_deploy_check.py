@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.security.subprocesses import clean_environment, manage
+from tests.security.subprocesses import REPO_ROOT, clean_environment, manage
 
 # The README's production example ("Security" section), with a key of the documented kind.
 PRODUCTION = {
@@ -28,6 +28,20 @@ def test_the_documented_production_settings_pass_check_deploy(tmp_path: Path) ->
 
     assert result.returncode == 0, result.stderr
     assert "no issues" in result.stdout
+
+
+def test_the_shipped_compose_environment_passes_check_deploy(tmp_path: Path) -> None:
+    example = {}
+    for line in (REPO_ROOT / "docker" / "hermes.env.example").read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, _, value = line.partition("=")
+            example[name] = value
+    example["HERMES_SECRET_KEY"] = PRODUCTION["HERMES_SECRET_KEY"]  # the one value it leaves to fill in
+
+    result = manage("check", "--deploy", "--fail-level", "WARNING", env=clean_environment(tmp_path, **example))
+
+    assert example["HERMES_ENV"] == "production"
+    assert result.returncode == 0, result.stderr
 
 
 def test_local_mode_does_not_pass_check_deploy(tmp_path: Path) -> None:
