@@ -14,7 +14,9 @@ django_asgi_app = get_asgi_application()
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
-websocket_urlpatterns: list = []
+from controlroom.routing import websocket_urlpatterns as controlroom_websockets  # noqa: E402
+
+websocket_urlpatterns: list = [*controlroom_websockets]
 
 application = ProtocolTypeRouter(
     {

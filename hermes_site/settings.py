@@ -36,6 +36,7 @@ INSTALLED_APPS = [
     "channels",
     "django_htmx",
     "agent",
+    "controlroom",
 ]
 
 MIDDLEWARE = [
@@ -191,9 +192,22 @@ HERMES_MCP_TIMEOUT = env_float("HERMES_MCP_TIMEOUT", 180.0, minimum=1.0)
 
 # --- Oikos REST (control room, approvals, events) --------------------------------------------------
 
+# The REST side of Oikos (health, approvals, executions, the event stream). When unset it is derived
+# from OIKOS_MCP_URL: the same server, `/mcp` replaced by `/api/v1` (see controlroom.oikos).
+OIKOS_API_URL = env_str("OIKOS_API_URL")
+# The control room's own bearer (an operator-side service identity, never the agent's MCP token).
+OIKOS_API_TOKEN = env_str("OIKOS_API_TOKEN")
+# Oikos's own ledger page; `{correlation_id}` in it is replaced, otherwise `?correlation_id=` is added.
+OIKOS_LEDGER_URL = env_str("OIKOS_LEDGER_URL")
+OIKOS_API_TIMEOUT = env_float("OIKOS_API_TIMEOUT", 10.0, minimum=0.5)
+
 # --- HTTP API --------------------------------------------------------------------------------------
 
 # --- Access control --------------------------------------------------------------------------------
+
+# Who the operator is while access control is local: every decision and every turn from the control
+# room is recorded under this name (controlroom.identity is the one place that reads it).
+HERMES_LOCAL_OPERATOR = env_str("HERMES_LOCAL_OPERATOR", "operator")
 
 # --- Agent interop (MCP server, A2A) ---------------------------------------------------------------
 
