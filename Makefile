@@ -22,3 +22,4 @@ test: setup
 lint: setup
 	.venv/bin/ruff check .
 	.venv/bin/ruff format --check .
+	.venv/bin/mypy agent hermes_site oikos_sim

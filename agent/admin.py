@@ -106,7 +106,7 @@ class ReadOnlyInline(admin.TabularInline):
 
 class TurnInline(ReadOnlyInline):
     model = Turn
-    fields = ["correlation", "status", "stop_reason", "iterations", "tokens", "started_at", "finished_at"]
+    fields = ("correlation", "status", "stop_reason", "iterations", "tokens", "started_at", "finished_at")
     readonly_fields = fields
 
     @admin.display(description="correlation id")
@@ -125,7 +125,7 @@ class TurnInline(ReadOnlyInline):
 
 class MessageInline(ReadOnlyInline):
     model = Message
-    fields = ["created_at", "role", "rendered"]
+    fields = ("created_at", "role", "rendered")
     readonly_fields = fields
     ordering = ["id"]
 
@@ -158,7 +158,7 @@ class ActivityAdmin(ReadOnlyAdmin):
     list_filter = ["is_error", "server", "tool", "actor"]
     search_fields = ["tool", "server", "actor"]
     date_hierarchy = "started_at"
-    fields = [
+    fields = (
         "correlation_id",
         "session_link",
         "actor",
@@ -170,7 +170,7 @@ class ActivityAdmin(ReadOnlyAdmin):
         "started_at",
         "arguments_pretty",
         "result_pretty",
-    ]
+    )
     readonly_fields = fields
 
     def get_search_results(

@@ -84,15 +84,18 @@ def turn_begin(
     The question is committed first so that nothing the operator typed is lost if the model, a
     tool or the process fails afterwards.
     """
+    # Turns orphaned by a process that died (Daphne's SIGTERM skips their clean-up) are closed
+    # here, by whichever process starts the next turn: any process may hold the others' turns.
+    turns_interrupt_stale(older_than=stale_after)
     created = False
     if session_id is None:
         session = AgentSession.objects.create(actor=actor, origin=origin, title=session_title_from(text))
         created = True
     else:
-        session = AgentSession.objects.select_for_update().filter(pk=session_id).first()
-        if session is None:
+        found = AgentSession.objects.select_for_update().filter(pk=session_id).first()
+        if found is None:
             raise SessionNotFound(session_id)
-        turns_interrupt_stale(session_id=session.pk, older_than=stale_after)
+        session = found
         _session_repair(session)
         if not session.title:
             session.title = session_title_from(text)

@@ -89,7 +89,7 @@ else:
     DATABASES = {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
-            "NAME": DATA_DIR / "hermes.sqlite3",
+            "NAME": str(DATA_DIR / "hermes.sqlite3"),
             "OPTIONS": _SQLITE_OPTIONS,
         }
     }
@@ -125,13 +125,17 @@ else:
 STATIC_URL = "static/"
 STATIC_ROOT = Path(env_str("HERMES_STATIC_ROOT", str(BASE_DIR / "staticfiles")))
 STATICFILES_DIRS = [BASE_DIR / "static"]
+# WhiteNoise serves STATIC_ROOT too and warns when it is missing (before any collectstatic).
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)
+# Hashed, compressed file names need `collectstatic` first (the container image runs it at build and
+# sets HERMES_STATIC_MANIFEST); development and tests serve the files as they are.
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {
         "BACKEND": (
-            "django.contrib.staticfiles.storage.StaticFilesStorage"
-            if DEBUG
-            else "whitenoise.storage.CompressedManifestStaticFilesStorage"
+            "whitenoise.storage.CompressedManifestStaticFilesStorage"
+            if env_bool("HERMES_STATIC_MANIFEST", False)
+            else "django.contrib.staticfiles.storage.StaticFilesStorage"
         )
     },
 }

@@ -1,3 +1,3 @@
 from __future__ import annotations
 
-pytest_plugins = ["tests.fakes.fixtures", "tests.fakes.mcp_fixtures"]
+pytest_plugins = ["tests.fakes.fixtures", "tests.fakes.mcp_fixtures", "tests.fakes.oikos_fixtures"]

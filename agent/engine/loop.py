@@ -15,7 +15,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import anthropic
 import httpx2
@@ -200,7 +200,7 @@ class TurnLoop:
 
         self._usage_add(message.usage)
         self._last_stop_reason = message.stop_reason
-        content = content_strip_cache_control(message.to_param()["content"])
+        content = content_strip_cache_control(cast(list[Block], message.to_param()["content"]))
         if final or message.stop_reason == "max_tokens":
             # No tools may run now: keep only what was said (a cut-off tool call is unusable).
             content = [block for block in content if block["type"] == "text" and block["text"]]

@@ -11,7 +11,7 @@ import pytest
 from channels.db import database_sync_to_async
 
 from agent.engine.budgets import Budgets
-from agent.engine.events import Approval, Done, Error, TextDelta, ToolResult, ToolUse
+from agent.engine.events import Done, Error, TextDelta, ToolResult, ToolUse
 from agent.engine.runner import TurnRejected, turn_start
 from agent.models import Activity, AgentSession, Message, Turn
 from agent.tools import ToolHub
@@ -289,29 +289,6 @@ class TestTools:
         assert not result.is_error
         assert "The fleet answered" in "".join(d.text for d in _of(events, TextDelta))
 
-    async def test_a_parked_request_execution_raises_an_approval_event(self, llm: FakeAnthropic, hub: ToolHub) -> None:
-        # The mini Oikos has no request_execution; its `echo` stands in with Oikos's reply shape.
-        parked = {
-            "execution_id": "exe-0001",
-            "approval_id": "apr-0001",
-            "target": "service:jellyfin",
-            "action": "deploy",
-            "risk_class": "config_mutation",
-            "approval_mode": "operator-approval",
-            "status": "proposed",
-            "needs_approval": True,
-            "message": "deploy of service:jellyfin waits for an operator.",
-        }
-        spec = await hub.list_tools()
-        assert not [s for s in spec if s.tool == "request_execution"]
-        from agent.engine.approvals import approval_from_result
-
-        approval = approval_from_result(tool="request_execution", tool_use_id="toolu_1", structured=parked)
-        assert isinstance(approval, Approval)
-        assert (approval.approval_id, approval.target, approval.status) == ("apr-0001", "service:jellyfin", "proposed")
-        auto = {**parked, "approval_id": None, "needs_approval": False, "status": "completed"}
-        assert approval_from_result(tool="request_execution", tool_use_id="toolu_1", structured=auto) is None
-
 
 class TestFailures:
     async def test_no_model_configured_is_rejected_with_what_to_set(self, settings, hub: ToolHub) -> None:
@@ -381,3 +358,40 @@ class TestFailures:
         handle, live = await ask(QUESTION, hub)
         replay = await turn_collect(handle)
         assert [e.to_dict() for e in replay] == [e.to_dict() for e in live]
+
+
+class TestPromptAndModel:
+    async def test_the_persona_file_and_model_setting_shape_the_request(
+        self, llm: FakeAnthropic, hub: ToolHub, settings, tmp_path
+    ) -> None:
+        soul = tmp_path / "SOUL.md"
+        soul.write_text("You are Hermes of the Lab of Testing. Speak tersely.")
+        settings.HERMES_SOUL_PATH = str(soul)
+        settings.HERMES_MODEL = "claude-opus-5"
+        llm.enqueue(Reply.text("ok"))
+
+        await ask("hi", hub)
+
+        request = llm.requests[-1].body
+        assert request["model"] == "claude-opus-5"
+        system = request["system"][0]["text"]
+        assert system.startswith("You are Hermes of the Lab of Testing.")
+        assert "request_execution" in system  # the operating brief follows the persona
+        assert "operator:test" in system
+
+    async def test_the_default_model_and_bundled_persona(self, llm: FakeAnthropic, hub: ToolHub) -> None:
+        llm.enqueue(Reply.text("ok"))
+        await ask("hi", hub)
+        request = llm.requests[-1].body
+        assert request["model"] == "claude-sonnet-5"
+        assert request["system"][0]["text"].startswith("# Hermes")
+
+    async def test_a_missing_persona_file_is_refused_before_anything_is_stored(
+        self, llm: FakeAnthropic, hub: ToolHub, settings, tmp_path
+    ) -> None:
+        settings.HERMES_SOUL_PATH = str(tmp_path / "nowhere.md")
+        with pytest.raises(TurnRejected) as rejected:
+            await turn_start(text="hi", actor="operator:test", origin="test", hub=hub)
+        assert rejected.value.code == "persona_missing"
+        assert "HERMES_SOUL_PATH" in rejected.value.message
+        assert await database_sync_to_async(AgentSession.objects.count)() == 0

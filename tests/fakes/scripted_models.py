@@ -101,3 +101,33 @@ class DegradedInvestigator:
     def _answer(self, answer: str) -> Reply:
         self.answers.append(answer)
         return Reply.text(answer, chunk=self.chunk, delay=self.delay)
+
+
+@dataclass
+class ExecutionRequester:
+    """ "restart caddy" / "deploy jellyfin": request the execution, then report what Oikos said."""
+
+    target: str
+    action: str
+    chunk: int = 8
+    delay: float = 0.0
+    answers: list[str] = field(default_factory=list)
+
+    def __call__(self, request: dict[str, Any]) -> Reply:
+        results = last_tool_results(request)
+        if not results:
+            return Reply.tool_use(
+                offered_tool(request, "request_execution"),
+                {"target": self.target, "action": self.action, "reason": "asked by the operator"},
+                delay=self.delay,
+            )
+        outcome = _json_objects(tool_result_text(results[0])) or {}
+        if outcome.get("needs_approval"):
+            answer = (
+                f"The {self.action} of `{self.target}` is **waiting for an operator**: approval "
+                f"`{outcome.get('approval_id')}` ({outcome.get('risk_class')})."
+            )
+        else:
+            answer = f"The {self.action} of `{self.target}` finished: **{outcome.get('status', 'unknown')}**."
+        self.answers.append(answer)
+        return Reply.text(answer, chunk=self.chunk, delay=self.delay)

@@ -10,9 +10,9 @@ import asyncio
 import json
 import sys
 import uuid
-from typing import Any, TextIO
+from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser, OutputWrapper
 
 from agent.engine.events import Approval, Done, Error, Event, TextDelta, ToolResult, ToolUse
 from agent.engine.runner import TurnRejected, turn_start
@@ -88,7 +88,7 @@ class Printer:
 
 
 class JsonPrinter(Printer):
-    def __init__(self, out: TextIO) -> None:
+    def __init__(self, out: OutputWrapper) -> None:
         self.out = out
 
     def event(self, event: Event) -> None:
@@ -100,15 +100,15 @@ class JsonPrinter(Printer):
 
 
 class TextPrinter(Printer):
-    def __init__(self, out: TextIO, err: TextIO) -> None:
+    def __init__(self, out: OutputWrapper, err: OutputWrapper) -> None:
         self.out = out
         self.err = err
         self.block = -1
         self.calls: dict[str, ToolUse] = {}
 
-    def _write(self, stream: TextIO, text: str) -> None:
+    def _write(self, stream: OutputWrapper, text: str) -> None:
         # Django's OutputWrapper adds a newline unless told otherwise.
-        stream.write(text, ending="")  # type: ignore[call-arg]
+        stream.write(text, ending="")
         stream.flush()
 
     def event(self, event: Event) -> None:

@@ -1,0 +1,69 @@
+"""``python -m oikos_sim``: serve the simulated Oikos until interrupted.
+
+The first line on stdout is ``oikos_sim listening on http://HOST:PORT`` (the real port when
+``--port 0``), so a parent process can read where to connect.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from oikos_sim.auth import DEFAULT_TOKENS, TokenConfigError, TokenTable, tokens_from_env
+from oikos_sim.server import app_build, base_url, socket_listen, uvicorn_server
+from oikos_sim.state import state_create
+
+
+def _non_negative(text: str) -> float:
+    value = float(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError("must be zero or more")
+    return value
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m oikos_sim",
+        description="A stand-in for Oikos (MCP at /mcp, REST at /api/v1) over a seeded, in-memory homelab.",
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8090, help="port to bind; 0 picks a free one (default: 8090)")
+    parser.add_argument(
+        "--execution-seconds",
+        type=_non_negative,
+        default=1.0,
+        help="how long each execution runs (default: 1.0)",
+    )
+    parser.add_argument(
+        "--signal-interval",
+        type=_non_negative,
+        default=0.0,
+        help="fire a demo signal or health change every N seconds (default: 0 = off)",
+    )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        tokens = tokens_from_env(os.environ)
+    except TokenConfigError as error:
+        print(f"oikos_sim: {error}", file=sys.stderr)
+        return 2
+    try:
+        sock = socket_listen(args.host, args.port)
+    except OSError as error:
+        print(f"oikos_sim: cannot listen on {args.host}:{args.port}: {error.strerror}", file=sys.stderr)
+        return 1
+    state = state_create(tokens=TokenTable(tokens), execution_seconds=args.execution_seconds)
+    app = app_build(state, host=args.host, signal_interval=args.signal_interval)
+    print(f"oikos_sim listening on {base_url(sock)}", flush=True)
+    defaults = " (development defaults)" if tokens == DEFAULT_TOKENS else ""
+    print(f"oikos_sim: accepting tokens for {', '.join(tokens)}{defaults}", file=sys.stderr, flush=True)
+    uvicorn_server(app).run(sockets=[sock])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

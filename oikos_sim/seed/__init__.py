@@ -1,0 +1,1 @@
+"""Seed data: the homelab every oikos_sim start loads (``homelab.world_seed``)."""
