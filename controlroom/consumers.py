@@ -108,8 +108,9 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
         sync = self.turns.get(turn_id)
         if event.get("type") == "turn_start" and sync is None:
             view = turn_view_replay(event, [])
+            first = not self._turns_in_page()
             self.turns[turn_id] = TurnSync(view=view, seq=seq, in_page=True)
-            await self.send(text_data=fragments.turn_append(view, {}) + fragments.turn_controls(view))
+            await self.send(text_data=fragments.turn_append(view, {}, first=first) + fragments.turn_controls(view))
             return
         if sync is None:
             # A turn this socket has not drawn yet (joined after its start): ask for it whole.
@@ -168,9 +169,12 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
         assert sync.view is not None
         self._approvals_note(sync.view)
         approvals = await self._approvals_current(sync.view.approvals())
-        draw = fragments.turn_replace if sync.in_page else fragments.turn_append
+        if sync.in_page:
+            drawn = fragments.turn_replace(sync.view, approvals)
+        else:
+            drawn = fragments.turn_append(sync.view, approvals, first=not self._turns_in_page())
         sync.in_page = True
-        parts = [draw(sync.view, approvals), fragments.turn_controls(self._running())]
+        parts = [drawn, fragments.turn_controls(self._running())]
         parts.append(self._forms_for_new(approvals.values(), []))
         await self.send(text_data="".join(parts))
 
@@ -230,6 +234,9 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
             return ""
         self.forms_shown.update(a.approval_id for a in new)
         return fragments.approval_forms_append(new)
+
+    def _turns_in_page(self) -> bool:
+        return any(sync.in_page for sync in self.turns.values())
 
     def _running(self) -> TurnView | None:
         for sync in self.turns.values():

@@ -40,11 +40,12 @@ def transcript_replace(views: list[TurnView], approvals: Approvals) -> str:
     return format_html('<div hx-swap-oob="innerHTML:#transcript">{}</div>', inner)
 
 
-def turn_append(view: TurnView, approvals: Approvals) -> str:
-    return format_html(
-        '<div hx-swap-oob="beforeend:#transcript">{}</div><div hx-swap-oob="delete:#transcript-empty"></div>',
-        turn_html(view, approvals),
-    )
+def turn_append(view: TurnView, approvals: Approvals, *, first: bool = False) -> str:
+    """A turn added at the end; the first one also clears the empty-transcript greeting."""
+    html = format_html('<div hx-swap-oob="beforeend:#transcript">{}</div>', turn_html(view, approvals))
+    if first:
+        html += '<div hx-swap-oob="delete:#transcript-empty"></div>'
+    return html
 
 
 def turn_replace(view: TurnView, approvals: Approvals) -> str:
@@ -68,12 +69,9 @@ def turn_changes(view: TurnView, changes: list[Change], approvals: Approvals) ->
         elif change.kind == "item_update" and item is not None:
             parts.append(item_html(view, item, approvals, oob="true"))
         elif change.kind == "finished":
-            parts.append(turn_foot(view))
+            # Redrawn whole: its status, usage and every block in final form.
+            return turn_replace(view, approvals)
     return "".join(parts)
-
-
-def turn_foot(view: TurnView) -> str:
-    return _render("turn_foot.html", {"turn": view, "oob": "true"})
 
 
 def turn_controls(running: TurnView | None) -> str:

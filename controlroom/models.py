@@ -16,13 +16,13 @@ class ApprovalDecision(models.Model):
 
     class Outcome(models.TextChoices):
         # Oikos recorded this decision.
-        DECIDED = "decided"
+        DECIDED = "decided", "Decided"
         # Someone decided first (Oikos answered 409); `detail` names who.
-        ALREADY_DECIDED = "already_decided"
+        ALREADY_DECIDED = "already_decided", "Already decided"
         # Oikos refused it (403: not an operator) or does not know the approval (404).
-        REFUSED = "refused"
+        REFUSED = "refused", "Refused by Oikos"
         # Oikos could not be reached or answered something unexpected.
-        FAILED = "failed"
+        FAILED = "failed", "Oikos unreachable or failing"
 
     approval_id = models.CharField(max_length=100)
     execution_id = models.CharField(max_length=100, blank=True)

@@ -125,8 +125,12 @@ class RailState:
         approval = self.approvals.get(approval_id)
         if approval is None:
             approval = self.approvals[approval_id] = ApprovalState(approval_id=approval_id)
-        approval.update(detail)
         execution_status = _text(detail, "status")
+        # A snapshot taken earlier (a decision's answer, a lookup) never undoes what the event
+        # stream already reported.
+        if _progress(execution_status) < _progress(approval.execution_status):
+            return approval
+        approval.update(detail)
         if execution_status:
             approval.execution_status = execution_status
             approval.status = _approval_status(execution_status)
@@ -195,6 +199,13 @@ class RailState:
 
     def events_shown(self, limit: int = 12) -> list[OikosEvent]:
         return list(self.recent)[:limit]
+
+
+_PROGRESS = {"proposed": 0, "approved": 1, "running": 2, "completed": 3, "failed": 3, "denied": 3}
+
+
+def _progress(execution_status: str) -> int:
+    return _PROGRESS.get(execution_status, 0)
 
 
 def _approval_status(execution_status: str) -> str:

@@ -62,6 +62,7 @@ class OikosRelay:
         self._flush_task: asyncio.Task[None] | None = None
         self._health_task: asyncio.Task[None] | None = None
         self._changed: set[str] = set()
+        self._dirty = False
         self._tasks: set[asyncio.Task[None]] = set()
         self.connected = asyncio.Event()
 
@@ -191,17 +192,20 @@ class OikosRelay:
 
     def _changed_mark(self, approval_ids: Iterable[str]) -> None:
         self._changed.update(approval_ids)
+        self._dirty = True
         if self._flush_task is None or self._flush_task.done():
             self._flush_task = self._spawn(self._flush_later())
 
     async def _flush_later(self) -> None:
-        # Coalesced: a burst (the backlog replayed on connect) becomes one update per socket.
-        await asyncio.sleep(FLUSH_SECONDS)
-        changed, self._changed = sorted(self._changed), set()
-        try:
-            await self.layer.group_send(self.group, {"type": "rail.update", "approvals": changed})
-        except Exception:
-            logger.exception("The Oikos relay could not reach this process's control rooms")
+        # Coalesced: a burst (the backlog replayed on connect) becomes one update per socket. A
+        # change marked while an update is being sent gets an update of its own.
+        while self._dirty:
+            await asyncio.sleep(FLUSH_SECONDS)
+            changed, self._changed, self._dirty = sorted(self._changed), set(), False
+            try:
+                await self.layer.group_send(self.group, {"type": "rail.update", "approvals": changed})
+            except Exception:
+                logger.exception("The Oikos relay could not reach this process's control rooms")
 
     async def _stop_later(self) -> None:
         await asyncio.sleep(self.linger)
