@@ -51,7 +51,8 @@ async def approval_decide(
         result = DecisionResult(outcome=Outcome.FAILED, notice=f"Not decided: {failure}")
         detail = str(failure)
     else:
-        execution = approval.get("execution") if isinstance(approval.get("execution"), dict) else {}
+        nested = approval.get("execution")
+        execution: dict[str, Any] = nested if isinstance(nested, dict) else {}
         execution_id = str(approval.get("execution_id") or execution.get("execution_id") or execution_id)
         result = DecisionResult(
             outcome=Outcome.DECIDED,

@@ -70,8 +70,9 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
         await self._snapshot()
 
     async def disconnect(self, code: int) -> None:
-        if getattr(self, "session_id", None) is not None:
-            await self.channel_layer.group_discard(session_group(self.session_id), self.channel_name)
+        session_id = getattr(self, "session_id", None)
+        if session_id is not None:
+            await self.channel_layer.group_discard(session_group(session_id), self.channel_name)
         if hasattr(self, "relay"):
             await self.relay.unsubscribe(self.channel_name)
 
@@ -119,7 +120,8 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
         if sync.waiting:
             await self._hold(turn_id, sync, message)
             return
-        if seq <= sync.seq:
+        if seq <= sync.seq or (sync.view is not None and not sync.view.running):
+            # Old news, or a turn already drawn finished from the database.
             return
         if seq != sync.seq + 1:
             sync.waiting = True

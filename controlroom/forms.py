@@ -39,5 +39,5 @@ class LedgerFilterForm(forms.Form):
     session = forms.UUIDField(required=False)
     server = forms.CharField(max_length=100, required=False)
     tool = forms.CharField(max_length=200, required=False)
-    errors = forms.BooleanField(required=False)
+    only_errors = forms.BooleanField(required=False)
     page = forms.IntegerField(min_value=1, required=False)

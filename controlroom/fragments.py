@@ -42,7 +42,7 @@ def transcript_replace(views: list[TurnView], approvals: Approvals) -> str:
 
 def turn_append(view: TurnView, approvals: Approvals, *, first: bool = False) -> str:
     """A turn added at the end; the first one also clears the empty-transcript greeting."""
-    html = format_html('<div hx-swap-oob="beforeend:#transcript">{}</div>', turn_html(view, approvals))
+    html: str = format_html('<div hx-swap-oob="beforeend:#transcript">{}</div>', turn_html(view, approvals))
     if first:
         html += '<div hx-swap-oob="delete:#transcript-empty"></div>'
     return html

@@ -127,7 +127,8 @@ class OikosRelay:
         approval_id = str(approval.get("id", ""))
         if not approval_id:
             return set()
-        execution = approval.get("execution") if isinstance(approval.get("execution"), dict) else {}
+        nested = approval.get("execution")
+        execution: dict[str, Any] = nested if isinstance(nested, dict) else {}
         state = self.state.approval_from_execution({**execution, "approval_id": approval_id})
         if state is None:
             return set()

@@ -135,12 +135,13 @@ def _text_of(content: list[dict[str, Any]]) -> str:
 
 def _tool_item(block: dict[str, Any], call: Activity | None) -> ToolItem:
     name = str(block.get("name", ""))
+    arguments = block.get("input")
     return ToolItem(
         tool_use_id=str(block.get("id", "")),
         name=name,
         server=call.server if call else "",
         tool=call.tool if call else name,
-        input=block.get("input") if isinstance(block.get("input"), dict) else {},
+        input=arguments if isinstance(arguments, dict) else {},
         is_error=call.is_error if call else False,
         duration_ms=call.duration_ms if call else 0,
     )

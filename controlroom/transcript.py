@@ -123,12 +123,13 @@ class TurnView:
         if kind == "text_end":
             return self._text_end(int(event.get("block", 0)), str(event.get("text", "")))
         if kind == "tool_use":
+            arguments = event.get("input")
             item = ToolItem(
                 tool_use_id=str(event.get("id", "")),
                 name=str(event.get("name", "")),
                 server=str(event.get("server", "")),
                 tool=str(event.get("tool", "")),
-                input=event.get("input") if isinstance(event.get("input"), dict) else {},
+                input=arguments if isinstance(arguments, dict) else {},
             )
             self.items.append(item)
             return [Change("item_new", item)]

@@ -18,11 +18,11 @@ from controlroom.models import ApprovalDecision
 from controlroom.oikos import OikosClient, OikosError
 from controlroom.rail import ApprovalState
 from controlroom.relay import oikos_relay
-from controlroom.views.context import DRAWER_SESSION_KEY, conversation_context
+from controlroom.views.context import DRAWER_SESSION_KEY, HtmxHttpRequest, conversation_context
 
 
 @require_POST
-async def decide(request: HttpRequest) -> HttpResponse:
+async def decide(request: HtmxHttpRequest) -> HttpResponse:
     """Approve or deny as the signed-in operator; answers with the cards of that approval redrawn."""
     operator = operator_name(request)
     if operator is None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 
 from channels.db import database_sync_to_async
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseForbidden
+from django.http import Http404, HttpResponse, HttpResponseForbidden
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
@@ -17,13 +17,13 @@ from controlroom import selectors
 from controlroom.forms import AskForm
 from controlroom.identity import operator_name, turn_actor
 from controlroom.registry import turn_registry
-from controlroom.views.context import DRAWER_SESSION_KEY, conversation_context, nav_context
+from controlroom.views.context import DRAWER_SESSION_KEY, HtmxHttpRequest, conversation_context, nav_context
 
 BUSY = "Hermes is still answering in this session: wait for the answer or press Stop, then ask again."
 
 
 @require_GET
-def home(request: HttpRequest, session_id: uuid.UUID | None = None) -> HttpResponse:
+def home(request: HtmxHttpRequest, session_id: uuid.UUID | None = None) -> HttpResponse:
     """The control room: sessions, the conversation (a new chat, or `session_id`), the rail."""
     if session_id is not None:
         if not selectors.session_exists(session_id=session_id):
@@ -38,15 +38,15 @@ def home(request: HttpRequest, session_id: uuid.UUID | None = None) -> HttpRespo
 
 
 @require_POST
-async def ask(request: HttpRequest) -> HttpResponse:
+async def ask(request: HtmxHttpRequest) -> HttpResponse:
     """Start a turn; the answer streams over the page's websocket, not in this response."""
     operator = operator_name(request)
     if operator is None:
         return HttpResponseForbidden("No operator identity.")
     form = AskForm(request.POST)
-    place = request.POST.get("place") if request.POST.get("place") in ("home", "drawer") else "home"
+    place = "drawer" if request.POST.get("place") == "drawer" else "home"
     if not form.is_valid():
-        error = " ".join(message for messages in form.errors.values() for message in messages)
+        error = " ".join(str(message) for messages in form.errors.values() for message in messages)
         return await _composer(request, place=place, text=request.POST.get("message", ""), error=error)
     session_id: uuid.UUID | None = form.cleaned_data["session"]
     text: str = form.cleaned_data["message"]
@@ -70,7 +70,7 @@ async def ask(request: HttpRequest) -> HttpResponse:
 
 
 @require_POST
-async def turn_stop(request: HttpRequest, turn_id: uuid.UUID) -> HttpResponse:
+async def turn_stop(request: HtmxHttpRequest, turn_id: uuid.UUID) -> HttpResponse:
     """Stop a running turn, in whichever process runs it (the partial answer is kept)."""
     if operator_name(request) is None:
         return HttpResponseForbidden("No operator identity.")
@@ -81,14 +81,14 @@ async def turn_stop(request: HttpRequest, turn_id: uuid.UUID) -> HttpResponse:
 
 
 @require_POST
-async def drawer_new(request: HttpRequest) -> HttpResponse:
+async def drawer_new(request: HtmxHttpRequest) -> HttpResponse:
     """A new chat in the drawer (the next question opens a session)."""
     await request.session.apop(DRAWER_SESSION_KEY, None)
     return await _conversation(request, place="drawer", session_id=None)
 
 
 @require_GET
-def sessions_nav(request: HttpRequest) -> HttpResponse:
+def sessions_nav(request: HtmxHttpRequest) -> HttpResponse:
     """The session list of the nav, filtered as the operator types."""
     query = request.GET.get("q", "")[:200]
     context = nav_context(current=request.GET.get("current", ""), query=query)
@@ -96,7 +96,7 @@ def sessions_nav(request: HttpRequest) -> HttpResponse:
 
 
 async def _composer(
-    request: HttpRequest, *, place: str, session_id: uuid.UUID | None = None, text: str = "", error: str = ""
+    request: HtmxHttpRequest, *, place: str, session_id: uuid.UUID | None = None, text: str = "", error: str = ""
 ) -> HttpResponse:
     context = {
         "place": place,
@@ -107,7 +107,7 @@ async def _composer(
     return render(request, "controlroom/partials/composer.html", context, status=status)
 
 
-async def _conversation(request: HttpRequest, *, place: str, session_id: uuid.UUID | None) -> HttpResponse:
+async def _conversation(request: HtmxHttpRequest, *, place: str, session_id: uuid.UUID | None) -> HttpResponse:
     context = await database_sync_to_async(conversation_context)(session_id=session_id, place=place)
     nav = await database_sync_to_async(nav_context)(current=str(session_id or ""))
     html = render_to_string("controlroom/partials/conversation.html", context, request=request)

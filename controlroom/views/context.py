@@ -6,9 +6,19 @@ import uuid
 from typing import Any
 from urllib.parse import urlencode
 
+from django.http import HttpRequest
+from django_htmx.middleware import HtmxDetails
+
 from agent.llm import NOT_CONFIGURED_MESSAGE, llm_configured
 from agent.models import AgentSession
 from controlroom import selectors
+
+
+class HtmxHttpRequest(HttpRequest):
+    """A request as django-htmx's middleware leaves it (for type checking)."""
+
+    htmx: HtmxDetails
+
 
 # The chat drawer on other pages continues the session last used in this browser.
 DRAWER_SESSION_KEY = "controlroom_session"

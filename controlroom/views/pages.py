@@ -50,7 +50,7 @@ def ledger(request: HttpRequest) -> HttpResponse:
             session=data["session"],
             server=data["server"],
             tool=data["tool"],
-            errors_only=data["errors"],
+            errors_only=data["only_errors"],
         )
         page_number = data["page"] or 1
     drawer = _drawer(request)
