@@ -15,11 +15,12 @@ import uuid
 
 import pytest
 from channels.db import database_sync_to_async
+from channels.layers import BaseChannelLayer
 from channels.testing import WebsocketCommunicator
 
 from agent.engine.events import TextDelta
 from agent.models import Message, Turn
-from controlroom.registry import TurnRegistry, turn_registry
+from controlroom.registry import TurnRegistry, session_group, turn_registry
 from hermes_site.asgi import application
 from oikos_sim.server import RunningSim
 from tests.controlroom.conftest import Connect, Frames
@@ -94,6 +95,35 @@ async def test_a_socket_joining_mid_turn_gets_the_turn_so_far_from_its_owner_the
     assert len(so_far) >= 10 * 8 and LONG.startswith(so_far)
     done = await frames.until(_finished(handle.turn_id).search)
     assert f"<p>{LONG}</p>" in done
+
+
+async def test_a_gap_in_the_numbering_is_repaired_from_the_owners_state(
+    llm: FakeAnthropic, oikos_settings: RunningSim, socket: Connect, channel_layer: BaseChannelLayer
+) -> None:
+    session_id = await _session_with_one_turn(llm)
+    frames = await socket(f"/ws/ui/?session={session_id}")
+    await frames.next()
+    llm.enqueue(Reply.text(LONG, chunk=8, delay=0.004))
+    handle = await turn_registry().turn_submit(text="long with a gap", actor="operator:test", session_id=session_id)
+    await frames.until(lambda f: f"beforeend:#blk-{handle.turn_id}-0" in f)
+
+    # A message from far ahead: the ones in between were lost (the in-memory layer drops past capacity).
+    lost = {"type": "text", "block": 0, "text": "NEVER-SENT"}
+    await channel_layer.group_send(
+        session_group(session_id),
+        {
+            "type": "turn.event",
+            "turn_id": str(handle.turn_id),
+            "session_id": str(session_id),
+            "seq": 10_000,
+            "event": lost,
+        },
+    )
+
+    redraw = await frames.until(lambda f: f'<article class="turn turn-running" id="turn-{handle.turn_id}"' in f)
+    assert "NEVER-SENT" not in redraw
+    done = await frames.until(_finished(handle.turn_id).search)
+    assert f"<p>{LONG}</p>" in done and "NEVER-SENT" not in frames.text()
 
 
 async def test_stop_from_another_process_cancels_the_turn_and_keeps_its_partial_text(

@@ -86,8 +86,10 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             hermes.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser(stack: Stack) -> Iterator[Browser]:
+    # Per module, not per run: Playwright's sync API keeps an event loop running in this thread,
+    # which async tests collected after these would trip over.
     with sync_playwright() as playwright:
         chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
         yield chromium

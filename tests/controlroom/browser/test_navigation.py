@@ -8,7 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.controlroom.browser.conftest import Watched
-from tests.controlroom.browser.steps import SESSION_URL, ask, last_turn, wait_done
+from tests.controlroom.browser.steps import SESSION_URL, ask, composer, last_turn, wait_done
 
 pytestmark = pytest.mark.e2e
 
@@ -16,6 +16,13 @@ pytestmark = pytest.mark.e2e
 def test_a_past_session_resumes_from_the_nav(page: Watched) -> None:
     browser_page = page.page
     browser_page.goto("/ui/")
+    # Shift+Enter writes a new line and sends nothing.
+    field = composer(browser_page)
+    field.fill("line one")
+    field.press("Shift+Enter")
+    field.press_sequentially("line two")
+    expect(field).to_have_value("line one\nline two")
+    expect(browser_page.locator(".transcript-empty")).to_be_visible()
     ask(browser_page, "remember the lighthouse keeper")
     expect(browser_page).to_have_url(SESSION_URL)
     session_url = browser_page.url
