@@ -40,6 +40,10 @@ def session_exists(*, session_id: uuid.UUID) -> bool:
     return AgentSession.objects.filter(pk=session_id).exists()
 
 
+def session_title(*, session_id: uuid.UUID) -> str:
+    return AgentSession.objects.filter(pk=session_id).values_list("title", flat=True).first() or ""
+
+
 def session_running_turn(*, session_id: uuid.UUID) -> bool:
     """Whether a turn of the session is still running in a live process."""
     return any(

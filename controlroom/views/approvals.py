@@ -6,8 +6,7 @@ import uuid
 
 from channels.db import database_sync_to_async
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, HttpResponseForbidden
-from django.shortcuts import redirect, render
-from django.utils.http import url_has_allowed_host_and_scheme
+from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_POST
 
 from controlroom import fragments, selectors
@@ -18,7 +17,7 @@ from controlroom.models import ApprovalDecision
 from controlroom.oikos import OikosClient, OikosError
 from controlroom.rail import ApprovalState
 from controlroom.relay import oikos_relay
-from controlroom.views.context import DRAWER_SESSION_KEY, HtmxHttpRequest, conversation_context
+from controlroom.views.context import DRAWER_SESSION_KEY, HtmxHttpRequest, conversation_context, redirect_back
 
 
 @require_POST
@@ -51,9 +50,7 @@ async def decide(request: HtmxHttpRequest) -> HttpResponse:
             card.execution_status = card.status
         card.decided_by = result.decided_by
     if not request.htmx:
-        back = request.headers.get("referer", "")
-        safe = url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()})
-        return redirect(back if safe else "controlroom:approvals")
+        return redirect_back(request, "controlroom:approvals")
     return HttpResponse(fragments.approval_cards_replace([card], notice=result.notice))
 
 

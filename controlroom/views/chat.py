@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from channels.db import database_sync_to_async
 from django.http import Http404, HttpResponse, HttpResponseForbidden
@@ -17,7 +18,13 @@ from controlroom import selectors
 from controlroom.forms import AskForm
 from controlroom.identity import operator_name, turn_actor
 from controlroom.registry import turn_registry
-from controlroom.views.context import DRAWER_SESSION_KEY, HtmxHttpRequest, conversation_context, nav_context
+from controlroom.views.context import (
+    DRAWER_SESSION_KEY,
+    HtmxHttpRequest,
+    conversation_context,
+    nav_context,
+    redirect_back,
+)
 
 BUSY = "Hermes is still answering in this session: wait for the answer or press Stop, then ask again."
 
@@ -29,12 +36,17 @@ def home(request: HtmxHttpRequest, session_id: uuid.UUID | None = None) -> HttpR
         if not selectors.session_exists(session_id=session_id):
             raise Http404("There is no session with this id.")
         request.session[DRAWER_SESSION_KEY] = str(session_id)
-    context = {
+    return render(request, "controlroom/home.html", _home_context(request, session_id=session_id))
+
+
+def _home_context(
+    request: HtmxHttpRequest, *, session_id: uuid.UUID | None, text: str = "", error: str = ""
+) -> dict[str, Any]:
+    return {
         "operator": operator_name(request),
-        **conversation_context(session_id=session_id, place="home"),
+        **conversation_context(session_id=session_id, place="home", text=text, error=error),
         **nav_context(current=str(session_id or "")),
     }
-    return render(request, "controlroom/home.html", context)
 
 
 @require_POST
@@ -76,7 +88,7 @@ async def turn_stop(request: HtmxHttpRequest, turn_id: uuid.UUID) -> HttpRespons
         return HttpResponseForbidden("No operator identity.")
     await turn_registry().turn_stop(turn_id=turn_id)
     if not request.htmx:
-        return redirect(request.headers.get("referer") or reverse("controlroom:home"))
+        return redirect_back(request, "controlroom:home")
     return HttpResponse(status=204)
 
 
@@ -98,13 +110,17 @@ def sessions_nav(request: HtmxHttpRequest) -> HttpResponse:
 async def _composer(
     request: HtmxHttpRequest, *, place: str, session_id: uuid.UUID | None = None, text: str = "", error: str = ""
 ) -> HttpResponse:
+    """The composer again: emptied after a question, or keeping it beside the reason it was refused."""
+    if not request.htmx:
+        # Without htmx the whole page comes back, the refusal shown in its composer.
+        page = await database_sync_to_async(_home_context)(request, session_id=session_id, text=text, error=error)
+        return render(request, "controlroom/home.html", page, status=400 if error else 200)
     context = {
         "place": place,
         "session_id": str(session_id or ""),
         "composer": {"text": text, "error": error, "autofocus": True},
     }
-    status = 200 if request.htmx or not error else 400
-    return render(request, "controlroom/partials/composer.html", context, status=status)
+    return render(request, "controlroom/partials/composer.html", context)
 
 
 async def _conversation(request: HtmxHttpRequest, *, place: str, session_id: uuid.UUID | None) -> HttpResponse:

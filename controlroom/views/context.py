@@ -6,11 +6,12 @@ import uuid
 from typing import Any
 from urllib.parse import urlencode
 
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponseRedirect
+from django.shortcuts import redirect
+from django.utils.http import url_has_allowed_host_and_scheme
 from django_htmx.middleware import HtmxDetails
 
 from agent.llm import NOT_CONFIGURED_MESSAGE, llm_configured
-from agent.models import AgentSession
 from controlroom import selectors
 
 
@@ -29,7 +30,6 @@ def conversation_context(
 ) -> dict[str, Any]:
     """The conversation pane (home or drawer) for `session_id`, or an empty one for a new chat."""
     turns = selectors.session_turn_views(session_id=session_id) if session_id else []
-    session = AgentSession.objects.filter(pk=session_id).only("title").first() if session_id else None
     query = {"session": str(session_id)} if session_id else {}
     if place == "home":
         query["rail"] = "1"
@@ -37,7 +37,7 @@ def conversation_context(
     return {
         "place": place,
         "session_id": str(session_id) if session_id else "",
-        "session_title": session.title if session else "",
+        "session_title": selectors.session_title(session_id=session_id) if session_id else "",
         "turns": turns,
         "running": next((turn for turn in turns if turn.running), None),
         "approvals": {},
@@ -51,3 +51,11 @@ def conversation_context(
 
 def nav_context(*, current: str = "", query: str = "") -> dict[str, Any]:
     return {"sessions": selectors.sessions_recent(query=query), "current_session": current, "session_query": query}
+
+
+def redirect_back(request: HttpRequest, fallback: str) -> HttpResponseRedirect:
+    """Back to the page the form was on (same host only), for browsers without htmx."""
+    back = request.headers.get("referer", "")
+    if back and url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}):
+        return HttpResponseRedirect(back)
+    return redirect(fallback)

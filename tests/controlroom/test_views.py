@@ -220,3 +220,21 @@ async def test_the_approvals_page_lists_what_oikos_waits_for(
     assert parked["approval_id"] in html and "service:gitea" in html
     form_id = f"decide-{dom_key(parked['approval_id'])}-approve"
     assert f'<form id="{form_id}"' in html and f'form="{form_id}"' in html
+
+
+async def test_without_htmx_the_forms_still_work_as_plain_posts(
+    memory_layer: BaseChannelLayer, llm: FakeAnthropic, oikos_settings: RunningSim
+) -> None:
+    llm.enqueue(Reply.text("Plain and simple."))
+    client = AsyncClient()
+    refused = await client.post("/ui/ask/", {"message": " "})
+    assert refused.status_code == 400 and "Type a question for Hermes first." in refused.content.decode()
+    assert 'id="rail"' in refused.content.decode(), "the whole page comes back"
+
+    asked = await client.post("/ui/ask/", {"message": "no script here"})
+    session = await AgentSession.objects.aget()
+    assert asked.status_code == 302 and asked["Location"] == f"/ui/s/{session.id}/"
+    turn = await Turn.objects.aget(session=session)
+    assert (await _turn_finished(turn.id)).status == "done"
+    page = (await client.get(asked["Location"])).content.decode()
+    assert "<p>Plain and simple.</p>" in page
