@@ -17,8 +17,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import pytest
+from channels.db import database_sync_to_async
 from channels.layers import BaseChannelLayer, InMemoryChannelLayer, get_channel_layer
 from channels.testing import WebsocketCommunicator
+from django.db import connections
 from pytest_django.fixtures import Settings
 
 from agent.tools import tool_hub_close
@@ -38,18 +40,18 @@ class JSONRoundTripLayer(InMemoryChannelLayer):
 
 @pytest.fixture(params=["memory", "redis"])
 async def channel_layer(request: pytest.FixtureRequest, settings: Settings) -> AsyncIterator[BaseChannelLayer]:
-    async for layer in _layer(request.param, settings):
+    async for layer in _layer(request.param, settings, request):
         yield layer
 
 
 @pytest.fixture
-async def memory_layer(settings: Settings) -> AsyncIterator[BaseChannelLayer]:
+async def memory_layer(request: pytest.FixtureRequest, settings: Settings) -> AsyncIterator[BaseChannelLayer]:
     """The in-memory layer only (JSON round trip), for tests about views rather than transport."""
-    async for layer in _layer("memory", settings):
+    async for layer in _layer("memory", settings, request):
         yield layer
 
 
-async def _layer(kind: str, settings: Settings) -> AsyncIterator[BaseChannelLayer]:
+async def _layer(kind: str, settings: Settings, request: pytest.FixtureRequest) -> AsyncIterator[BaseChannelLayer]:
     if kind == "redis":
         url = os.environ.get("REDIS_URL")
         if not url:
@@ -71,6 +73,10 @@ async def _layer(kind: str, settings: Settings) -> AsyncIterator[BaseChannelLaye
     await turn_registry_close()
     await oikos_relay_close()
     await tool_hub_close()
+    # The async ORM (`aget`, `acount`) leaves its connection open in the sync thread; PostgreSQL
+    # would then refuse to drop the test database at the end of the run.
+    if request.node.get_closest_marker("django_db"):
+        await database_sync_to_async(connections.close_all)()
     if kind == "redis":
         await layer.flush()
         await layer.close_pools()  # type: ignore[attr-defined]

@@ -54,9 +54,6 @@ def test_the_chat_drawer_asks_from_the_ledger_page(page: Watched) -> None:
     browser_page.goto("/ui/ledger/")
     drawer = browser_page.locator("details.drawer")
     drawer.locator("summary").click()
-    with browser_page.expect_response("**/ui/drawer/new/"):
-        drawer.get_by_role("button", name="New chat").click()
-    expect(drawer.locator(".transcript-empty")).to_be_visible()
 
     ask(drawer, "hello from the ledger")
 
@@ -64,10 +61,15 @@ def test_the_chat_drawer_asks_from_the_ledger_page(page: Watched) -> None:
     wait_done(turn)
     expect(turn.locator(".text.md")).to_have_text("You said: hello from the ledger")
     expect(browser_page).to_have_url(re.compile(r"/ui/ledger/$"))
-    # The drawer keeps its conversation across pages.
+
+    # The drawer keeps its conversation across pages, and can start a new one.
     browser_page.goto("/ui/sessions/")
-    browser_page.locator("details.drawer summary").click()
-    expect(last_turn(browser_page.locator("details.drawer")).locator(".question")).to_contain_text(
-        "hello from the ledger"
-    )
+    drawer.locator("summary").click()
+    expect(last_turn(drawer).locator(".question")).to_contain_text("hello from the ledger")
+    drawer.get_by_role("button", name="New chat").click()
+    expect(drawer.locator(".conversation-title")).to_have_text("New chat")
+    ask(drawer, "a fresh drawer chat")
+    wait_done(last_turn(drawer))
+    expect(drawer.locator("article.turn")).to_have_count(1)
+    expect(last_turn(drawer).locator(".text.md")).to_have_text("You said: a fresh drawer chat")
     page.assert_clean()
