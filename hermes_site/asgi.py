@@ -16,10 +16,11 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.conf import settings  # noqa: E402
 
+from controlroom.routing import websocket_urlpatterns as controlroom_websockets  # noqa: E402
 from hermes_site.path_router import App, PathRouter  # noqa: E402
 from interop.server.app import a2a_asgi_app  # noqa: E402
 
-websocket_urlpatterns: list = []
+websocket_urlpatterns: list = [*controlroom_websockets]
 
 http_app: App = django_asgi_app
 if settings.HERMES_A2A_SERVE:

@@ -39,6 +39,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "agent",
     "interop",
+    "controlroom",
 ]
 
 MIDDLEWARE = [
@@ -199,6 +200,15 @@ HERMES_MCP_TIMEOUT = env_float("HERMES_MCP_TIMEOUT", 180.0, minimum=1.0)
 
 # --- Oikos REST (control room, approvals, events) --------------------------------------------------
 
+# The REST side of Oikos (health, approvals, executions, the event stream). When unset it is derived
+# from OIKOS_MCP_URL: the same server, `/mcp` replaced by `/api/v1` (see controlroom.oikos).
+OIKOS_API_URL = env_str("OIKOS_API_URL")
+# The control room's own bearer (an operator-side service identity, never the agent's MCP token).
+OIKOS_API_TOKEN = env_str("OIKOS_API_TOKEN")
+# Oikos's own ledger page; `{correlation_id}` in it is replaced, otherwise `?correlation_id=` is added.
+OIKOS_LEDGER_URL = env_str("OIKOS_LEDGER_URL")
+OIKOS_API_TIMEOUT = env_float("OIKOS_API_TIMEOUT", 10.0, minimum=0.5)
+
 # --- HTTP API --------------------------------------------------------------------------------------
 
 # Behind a proxy that maps e.g. `/agent/*` to Hermes (stripping the prefix or not), every link
@@ -215,7 +225,8 @@ HERMES_SSE_KEEPALIVE = env_float("HERMES_SSE_KEEPALIVE", 15.0, minimum=0.05)
 
 # --- Access control --------------------------------------------------------------------------------
 
-# Who a request acts as when it carries no other identity (the HTTP API, for now).
+# Who the operator is while access control is local: every request (control room, HTTP API) acts
+# under this name.
 HERMES_LOCAL_OPERATOR = env_str("HERMES_LOCAL_OPERATOR", "operator")
 
 # --- Agent interop (MCP server, A2A) ---------------------------------------------------------------
