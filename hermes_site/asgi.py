@@ -27,10 +27,11 @@ from access.edge import mesh_only  # noqa: E402
 from access.exposure import exposure_warn_at_startup  # noqa: E402
 from access.limits import size_limits  # noqa: E402
 from access.websocket import websocket_guard  # noqa: E402
+from controlroom.routing import websocket_urlpatterns as controlroom_websockets  # noqa: E402
 from hermes_site.path_router import App, PathRouter  # noqa: E402
 from interop.server.app import a2a_asgi_app  # noqa: E402
 
-websocket_urlpatterns: list = []
+websocket_urlpatterns: list = [*controlroom_websockets]
 
 
 def application_build() -> Any:

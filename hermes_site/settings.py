@@ -72,6 +72,7 @@ INSTALLED_APPS = [
     "access",
     "agent",
     "interop",
+    "controlroom",
 ]
 
 # Network checks (mesh_only) and size limits run before Django, in the ASGI edge (hermes_site/asgi.py).
@@ -236,6 +237,15 @@ HERMES_MCP_TIMEOUT = env_float("HERMES_MCP_TIMEOUT", 180.0, minimum=1.0)
 
 # --- Oikos REST (control room, approvals, events) --------------------------------------------------
 
+# The REST side of Oikos (health, approvals, executions, the event stream). When unset it is derived
+# from OIKOS_MCP_URL: the same server, `/mcp` replaced by `/api/v1` (see controlroom.oikos).
+OIKOS_API_URL = env_str("OIKOS_API_URL")
+# The control room's own bearer (an operator-side service identity, never the agent's MCP token).
+OIKOS_API_TOKEN = env_str("OIKOS_API_TOKEN")
+# Oikos's own ledger page; `{correlation_id}` in it is replaced, otherwise `?correlation_id=` is added.
+OIKOS_LEDGER_URL = env_str("OIKOS_LEDGER_URL")
+OIKOS_API_TIMEOUT = env_float("OIKOS_API_TIMEOUT", 10.0, minimum=0.5)
+
 # --- HTTP API --------------------------------------------------------------------------------------
 
 # Behind a proxy that maps e.g. `/agent/*` to Hermes (stripping the prefix or not), every link
@@ -281,7 +291,7 @@ HERMES_ALLOWED_CIDRS = env_cidrs("HERMES_ALLOWED_CIDRS", ["127.0.0.0/8", "::1/12
 HERMES_BIND = env_str("HERMES_BIND", "").strip()
 
 LOGIN_URL = "login"
-LOGIN_REDIRECT_URL = "admin:index"
+LOGIN_REDIRECT_URL = "controlroom:home"
 
 # Browser hardening. Only the trusted proxy may say the browser used HTTPS: the ASGI edge strips
 # X-Forwarded-Proto from every other peer, and without trusted proxies Django ignores the header.

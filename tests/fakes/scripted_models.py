@@ -95,7 +95,8 @@ class DegradedInvestigator:
             self.slug = slug
             return Reply.tool_use(offered_tool(request, "get_blast_radius"), {"slug": slug}, delay=self.delay)
         lines = [f"**{self.slug}** is degraded. What depends on it:", ""]
-        lines += [f"- `{slug}` (depth {depth})" for slug, depth in dependants(text)]
+        # The answer echoes the query (`{"slug": ..., "depth": 3, ...}`): the entity is not its own dependant.
+        lines += [f"- `{slug}` (depth {depth})" for slug, depth in dependants(text) if slug != self.slug]
         return self._answer("\n".join(lines))
 
     def _answer(self, answer: str) -> Reply:

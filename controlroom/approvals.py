@@ -1,0 +1,76 @@
+"""Deciding an approval: forward the operator's decision to Oikos, record the attempt, say what happened."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from channels.db import database_sync_to_async
+
+from agent import metrics
+from controlroom import services
+from controlroom.models import ApprovalDecision
+from controlroom.oikos import AlreadyDecided, OikosClient, OikosError, OikosRefused
+
+Outcome = ApprovalDecision.Outcome
+
+
+@dataclass(frozen=True)
+class DecisionResult:
+    outcome: str
+    # A sentence for the card ("" when the card's new state says it all).
+    notice: str
+    # The approval as Oikos recorded it (with its `execution`), when the decision went through.
+    approval: dict[str, Any] = field(default_factory=dict)
+    decided_by: str = ""
+    status: str = ""
+
+
+async def approval_decide(
+    *, approval_id: str, execution_id: str, approve: bool, operator: str, reason: str = ""
+) -> DecisionResult:
+    """Approve or deny `approval_id` in Oikos as `operator`; every attempt is recorded in Hermes.
+
+    Exactly one decision wins in Oikos: a stale card or a second click gets `already_decided`
+    with the name of whoever decided first.
+    """
+    try:
+        async with OikosClient.from_settings() as oikos:
+            approval = await oikos.approval_decide(approval_id, approve=approve, operator=operator, reason=reason)
+    except AlreadyDecided as taken:
+        result = DecisionResult(
+            outcome=Outcome.ALREADY_DECIDED,
+            notice=f"Already decided by {taken.decided_by} ({taken.status}).",
+            decided_by=taken.decided_by,
+            status=taken.status,
+        )
+        detail = f"decided by {taken.decided_by}: {taken.status}"
+    except OikosRefused as refused:
+        result = DecisionResult(outcome=Outcome.REFUSED, notice=f"Oikos refused: {refused}")
+        detail = f"{refused.status} {refused.code}: {refused}"
+    except OikosError as failure:
+        result = DecisionResult(outcome=Outcome.FAILED, notice=f"Not decided: {failure}")
+        detail = str(failure)
+    else:
+        nested = approval.get("execution")
+        execution: dict[str, Any] = nested if isinstance(nested, dict) else {}
+        execution_id = str(approval.get("execution_id") or execution.get("execution_id") or execution_id)
+        result = DecisionResult(
+            outcome=Outcome.DECIDED,
+            notice="",
+            approval=approval,
+            decided_by=str(approval.get("decided_by") or operator),
+            status=str(approval.get("status") or ""),
+        )
+        detail = f"{result.status} by {result.decided_by}"
+        metrics.approval_decided("approve" if approve else "deny")
+    await database_sync_to_async(services.approval_decision_record)(
+        approval_id=approval_id,
+        execution_id=execution_id,
+        decision="approve" if approve else "deny",
+        operator=operator,
+        outcome=result.outcome,
+        reason=reason,
+        detail=detail,
+    )
+    return result

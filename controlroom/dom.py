@@ -1,0 +1,47 @@
+"""Element ids and class names for things whose names come from outside.
+
+Tool-call ids come from the model, approval ids from Oikos: neither may appear in an id or a CSS
+selector as is (a crafted value could aim a swap at another element). They are hashed into a short
+hex key instead; our own UUIDs and counters are used as they are.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+
+
+def dom_key(untrusted: str) -> str:
+    """A stable, selector-safe key for an untrusted identifier."""
+    return hashlib.sha256(untrusted.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def turn_dom_id(turn_id: str | uuid.UUID) -> str:
+    return f"turn-{uuid.UUID(str(turn_id))}"
+
+
+def turn_body_dom_id(turn_id: str | uuid.UUID) -> str:
+    return f"body-{uuid.UUID(str(turn_id))}"
+
+
+def turn_foot_dom_id(turn_id: str | uuid.UUID) -> str:
+    return f"foot-{uuid.UUID(str(turn_id))}"
+
+
+def block_dom_id(turn_id: str | uuid.UUID, block: int) -> str:
+    return f"blk-{uuid.UUID(str(turn_id))}-{int(block)}"
+
+
+def chip_dom_id(turn_id: str | uuid.UUID, tool_use_id: str) -> str:
+    return f"chip-{uuid.UUID(str(turn_id))}-{dom_key(tool_use_id)}"
+
+
+def approval_dom_class(approval_id: str) -> str:
+    """Every card of one approval (inline and in the rail) carries this class."""
+    return f"apr-{dom_key(approval_id)}"
+
+
+def decide_form_dom_id(approval_id: str, decision: str) -> str:
+    if decision not in ("approve", "deny"):
+        raise ValueError(f"unknown decision {decision!r}")
+    return f"decide-{dom_key(approval_id)}-{decision}"

@@ -1,0 +1,109 @@
+"""The HTML the control room's websocket sends: out-of-band swaps for htmx 2's `ws` extension.
+
+Every message is a run of top-level elements, each carrying `hx-swap-oob` with a target built
+from our own UUIDs or from hashed keys (see `controlroom.dom`), never from untrusted text. Content
+comes from the templates, which escape everything except Markdown that `markdown_render` has
+already sanitised.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from django.template.loader import render_to_string
+from django.utils.html import format_html
+from django.utils.safestring import SafeString, mark_safe
+
+from controlroom import dom
+from controlroom.rail import ApprovalState, RailState
+from controlroom.transcript import ApprovalItem, Change, Item, TextItem, TurnView
+
+Approvals = dict[str, ApprovalState]
+
+
+def _render(template: str, context: dict[str, Any]) -> SafeString:
+    # Templates escape what they interpolate; the result is HTML we built.
+    return mark_safe(render_to_string(f"controlroom/partials/{template}", context))
+
+
+def item_html(view: TurnView, item: Item, approvals: Approvals, *, oob: str = "") -> SafeString:
+    return _render("item.html", {"turn": view, "item": item, "approvals": approvals, "oob": oob})
+
+
+def turn_html(view: TurnView, approvals: Approvals, *, oob: str = "") -> SafeString:
+    return _render("turn.html", {"turn": view, "approvals": approvals, "oob": oob})
+
+
+def transcript_replace(views: list[TurnView], approvals: Approvals) -> str:
+    inner = _render("transcript.html", {"turns": views, "approvals": approvals})
+    return format_html('<div hx-swap-oob="innerHTML:#transcript">{}</div>', inner)
+
+
+def turn_append(view: TurnView, approvals: Approvals, *, first: bool = False) -> str:
+    """A turn added at the end; the first one also clears the empty-transcript greeting."""
+    html: str = format_html('<div hx-swap-oob="beforeend:#transcript">{}</div>', turn_html(view, approvals))
+    if first:
+        html += '<div hx-swap-oob="delete:#transcript-empty"></div>'
+    return html
+
+
+def turn_replace(view: TurnView, approvals: Approvals) -> str:
+    # The article's own id is the target: outerHTML keeps it in its place in the transcript.
+    return turn_html(view, approvals, oob="true")
+
+
+def turn_changes(view: TurnView, changes: list[Change], approvals: Approvals) -> str:
+    """The swaps that show `changes` of one turn."""
+    body = dom.turn_body_dom_id(view.turn_id)
+    parts: list[str] = []
+    for change in changes:
+        item = change.item
+        if change.kind == "item_new" and item is not None:
+            parts.append(
+                format_html('<div hx-swap-oob="beforeend:#{}">{}</div>', body, item_html(view, item, approvals))
+            )
+        elif change.kind == "text_append" and isinstance(item, TextItem):
+            target = dom.block_dom_id(view.turn_id, item.block)
+            parts.append(format_html('<span hx-swap-oob="beforeend:#{}">{}</span>', target, change.chunk))
+        elif change.kind == "item_update" and item is not None:
+            parts.append(item_html(view, item, approvals, oob="true"))
+        elif change.kind == "finished":
+            # Redrawn whole: its status, usage and every block in final form.
+            return turn_replace(view, approvals)
+    return "".join(parts)
+
+
+def turn_controls(running: TurnView | None) -> str:
+    inner = _render("turn_controls.html", {"running": running})
+    return format_html('<div hx-swap-oob="innerHTML:#turn-controls">{}</div>', inner)
+
+
+def rail_replace(state: RailState) -> str:
+    inner = _render("rail.html", {"rail": state})
+    return format_html('<div hx-swap-oob="innerHTML:#rail">{}</div>', inner)
+
+
+def approval_cards_replace(approvals: Iterable[ApprovalState | ApprovalItem], *, notice: str = "") -> str:
+    """Every card of each approval on the page (inline and in the rail) shows its new state."""
+    return "".join(
+        _render(
+            "approval_card.html",
+            {
+                "approval": approval,
+                "notice": notice,
+                "oob": "outerHTML:." + dom.approval_dom_class(approval.approval_id),
+            },
+        )
+        for approval in approvals
+    )
+
+
+def approval_forms_replace(approvals: Iterable[ApprovalState | ApprovalItem]) -> str:
+    inner = _render("approval_forms.html", {"approvals": list(approvals)})
+    return format_html('<div hx-swap-oob="innerHTML:#approval-forms">{}</div>', inner)
+
+
+def approval_forms_append(approvals: Iterable[ApprovalState | ApprovalItem]) -> str:
+    inner = _render("approval_forms.html", {"approvals": list(approvals)})
+    return format_html('<div hx-swap-oob="beforeend:#approval-forms">{}</div>', inner)

@@ -1,0 +1,42 @@
+"""What the control room itself remembers: every approval decision an operator attempted.
+
+Oikos is the authority on approvals; this is Hermes's own audit of who pressed Approve or Deny,
+when, and what Oikos answered (including "already decided" and failures to reach it).
+"""
+
+from __future__ import annotations
+
+from django.db import models
+
+
+class ApprovalDecision(models.Model):
+    class Decision(models.TextChoices):
+        APPROVE = "approve"
+        DENY = "deny"
+
+    class Outcome(models.TextChoices):
+        # Oikos recorded this decision.
+        DECIDED = "decided", "Decided"
+        # Someone decided first (Oikos answered 409); `detail` names who.
+        ALREADY_DECIDED = "already_decided", "Already decided"
+        # Oikos refused it (403: not an operator) or does not know the approval (404).
+        REFUSED = "refused", "Refused by Oikos"
+        # Oikos could not be reached or answered something unexpected.
+        FAILED = "failed", "Oikos unreachable or failing"
+
+    approval_id = models.CharField(max_length=100)
+    execution_id = models.CharField(max_length=100, blank=True)
+    decision = models.CharField(max_length=10, choices=Decision.choices)
+    operator = models.CharField(max_length=150)
+    reason = models.TextField(blank=True)
+    outcome = models.CharField(max_length=20, choices=Outcome.choices)
+    detail = models.TextField(blank=True)
+    decided_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "controlroom_approval_decisions"
+        ordering = ["-decided_at", "-id"]
+        indexes = [models.Index(fields=["approval_id"], name="cr_decision_approval_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.operator} {self.decision} {self.approval_id}: {self.outcome}"

@@ -1,0 +1,268 @@
+"""The control room's running turns: one registry per process, owning the turns started here.
+
+A turn never runs inside a websocket consumer (Channels handles one consumer's messages one at a
+time: a turn there would block that socket's later frames) nor inside a request. The registry
+starts it through the engine, then a *pump* task per turn reads the turn's events and publishes
+them to the session's channel-layer group, where every open control room on that session listens,
+in whichever process it lives. Closing every tab leaves the turn running; it is stored as it goes.
+
+What travels through the layer, and why:
+- `turn.event` to `session_group(session)`: `{turn_id, session_id, seq, event}`. Events are numbered
+  from 0 (`turn_start`) so a listener can tell it missed one. Text deltas are coalesced for
+  `COALESCE_SECONDS` (the in-memory layer silently drops messages past a channel's capacity; per
+  token deltas would flood it), and when a text block ends a `text_end` event carries its full
+  text, so a dropped delta never corrupts the rendered answer.
+- `turn.stop` and `turn.state.request` to `turn_group(turn)`: only the owning process's control
+  channel is in that group, so Stop pressed in any tab of any process reaches the one process that
+  can cancel the task, and a socket that (re)connects mid-turn gets the turn so far from it.
+- `turn.state`, sent straight to the asking consumer's channel: `{turn_id, seq, start, events}`,
+  the turn's events up to `seq` with text merged per block.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+import uuid
+import weakref
+from dataclasses import dataclass, field
+from typing import Any
+
+from channels.layers import BaseChannelLayer, get_channel_layer
+from django.utils import timezone
+
+from agent.engine.events import Done, Event, TextDelta
+from agent.engine.runner import TurnHandle, turn_start
+
+logger = logging.getLogger(__name__)
+
+COALESCE_SECONDS = 0.03
+CONTROL_RETRY_SECONDS = 1.0
+
+
+def session_group(session_id: str | uuid.UUID) -> str:
+    return f"controlroom.session.{uuid.UUID(str(session_id))}"
+
+
+def turn_group(turn_id: str | uuid.UUID) -> str:
+    return f"controlroom.turn.{uuid.UUID(str(turn_id))}"
+
+
+@dataclass
+class LiveTurn:
+    """A turn this process owns, and what it published so far (text merged per block)."""
+
+    handle: TurnHandle
+    start: dict[str, Any]
+    seq: int = 0
+    log: list[dict[str, Any]] = field(default_factory=list)
+
+    def record(self, event: dict[str, Any]) -> None:
+        last = self.log[-1] if self.log else None
+        if event["type"] == "text" and last and last["type"] == "text" and last["block"] == event["block"]:
+            last["text"] += event["text"]
+        else:
+            self.log.append(dict(event))
+
+    def state(self) -> dict[str, Any]:
+        return {
+            "type": "turn.state",
+            "turn_id": str(self.handle.turn_id),
+            "session_id": str(self.handle.session_id),
+            "seq": self.seq,
+            "start": dict(self.start),
+            "events": [dict(event) for event in self.log],
+        }
+
+
+class TurnRegistry:
+    """The turns of one event loop (one per Daphne process). See the module docstring."""
+
+    def __init__(self, layer: BaseChannelLayer | None = None) -> None:
+        self.layer = layer or get_channel_layer()
+        self.turns: dict[str, LiveTurn] = {}
+        self._control_channel: str | None = None
+        self._control_task: asyncio.Task[None] | None = None
+        # The event loop keeps only weak references to tasks.
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    # --- starting and stopping -------------------------------------------------------------------
+
+    async def turn_submit(self, *, text: str, actor: str, session_id: uuid.UUID | None = None) -> TurnHandle:
+        """Start a turn (raises the engine's `TurnRejected`) and publish its events until it ends."""
+        handle = await turn_start(text=text, actor=actor, origin="ui", session_id=session_id)
+        await self._control_ensure()
+        assert self._control_channel is not None
+        await self.layer.group_add(turn_group(handle.turn_id), self._control_channel)
+        live = LiveTurn(
+            handle=handle,
+            start={
+                "type": "turn_start",
+                "turn_id": str(handle.turn_id),
+                "session_id": str(handle.session_id),
+                "question": text.strip(),
+                "started_at": timezone.now().isoformat(),
+            },
+        )
+        self.turns[str(handle.turn_id)] = live
+        self._spawn(self._pump(live))
+        return handle
+
+    async def turn_stop(self, *, turn_id: uuid.UUID) -> None:
+        """Ask whichever process owns the turn to cancel it (a no-op when it already ended)."""
+        await self.layer.group_send(turn_group(turn_id), {"type": "turn.stop", "turn_id": str(turn_id)})
+
+    async def turn_state_request(self, *, turn_id: uuid.UUID, reply_to: str) -> None:
+        """Ask the owner of a running turn to send `turn.state` to the channel `reply_to`."""
+        await self.layer.group_send(
+            turn_group(turn_id), {"type": "turn.state.request", "turn_id": str(turn_id), "reply_to": reply_to}
+        )
+
+    async def aclose(self) -> None:
+        """Cancel the running turns and stop listening (tests, shutdown)."""
+        for live in list(self.turns.values()):
+            live.handle.cancel()
+        for live in list(self.turns.values()):
+            await asyncio.gather(live.handle.wait(), return_exceptions=True)
+        tasks = [task for task in self._tasks if task is not self._control_task]
+        await asyncio.gather(*tasks, return_exceptions=True)
+        if self._control_task is not None:
+            self._control_task.cancel()
+            await asyncio.gather(self._control_task, return_exceptions=True)
+            self._control_task = None
+
+    # --- the pump --------------------------------------------------------------------------------
+
+    async def _pump(self, live: LiveTurn) -> None:
+        """Publish one turn's events, coalescing text, until `done`."""
+        loop = asyncio.get_running_loop()
+        group = session_group(live.handle.session_id)
+        queue: asyncio.Queue[Event] = asyncio.Queue()
+        reader = asyncio.create_task(self._read(live.handle, queue))
+        block: int | None = None
+        block_text = pending = ""
+        flush_at: float | None = None
+
+        async def flush() -> None:
+            nonlocal pending, flush_at
+            if pending and block is not None:
+                await self._publish(live, group, {"type": "text", "block": block, "text": pending})
+            pending, flush_at = "", None
+
+        async def block_end() -> None:
+            nonlocal block, block_text
+            await flush()
+            if block is not None:
+                await self._publish(live, group, {"type": "text_end", "block": block, "text": block_text})
+            block, block_text = None, ""
+
+        try:
+            await self._publish(live, group, live.start, numbered_from_zero=True)
+            while True:
+                timeout = None if flush_at is None else max(flush_at - loop.time(), 0.0)
+                try:
+                    event = await asyncio.wait_for(queue.get(), timeout)
+                except TimeoutError:
+                    await flush()
+                    continue
+                if isinstance(event, TextDelta):
+                    if block is not None and event.block != block:
+                        await block_end()
+                    block = event.block
+                    pending += event.text
+                    block_text += event.text
+                    if flush_at is None:
+                        flush_at = loop.time() + COALESCE_SECONDS
+                    continue
+                await block_end()
+                await self._publish(live, group, event.to_dict())
+                if isinstance(event, Done):
+                    return
+        finally:
+            reader.cancel()
+            self.turns.pop(str(live.handle.turn_id), None)
+            if self._control_channel is not None:
+                await _quietly(self.layer.group_discard(turn_group(live.handle.turn_id), self._control_channel))
+
+    @staticmethod
+    async def _read(handle: TurnHandle, queue: asyncio.Queue[Event]) -> None:
+        async for event in handle.events():
+            queue.put_nowait(event)
+
+    async def _publish(
+        self, live: LiveTurn, group: str, event: dict[str, Any], *, numbered_from_zero: bool = False
+    ) -> None:
+        if not numbered_from_zero:
+            live.seq += 1
+            live.record(event)
+        message = {
+            "type": "turn.event",
+            "turn_id": str(live.handle.turn_id),
+            "session_id": str(live.handle.session_id),
+            "seq": live.seq,
+            "event": dict(event),
+        }
+        # The turn goes on and is stored even when the layer is down; listeners resync on reconnect.
+        await _quietly(self.layer.group_send(group, message))
+
+    # --- the control channel ---------------------------------------------------------------------
+
+    async def _control_ensure(self) -> None:
+        if self._control_channel is None:
+            self._control_channel = await self.layer.new_channel()
+        if self._control_task is None or self._control_task.done():
+            self._control_task = self._spawn(self._control_listen(self._control_channel))
+
+    async def _control_listen(self, channel: str) -> None:
+        while True:
+            try:
+                message = await self.layer.receive(channel)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                logger.exception("The turn registry's control channel failed; listening again shortly")
+                await asyncio.sleep(CONTROL_RETRY_SECONDS)
+                continue
+            live = self.turns.get(str(message.get("turn_id", "")))
+            if live is None:
+                continue
+            if message.get("type") == "turn.stop":
+                live.handle.cancel()
+            elif message.get("type") == "turn.state.request" and isinstance(message.get("reply_to"), str):
+                await _quietly(self.layer.send(message["reply_to"], live.state()))
+
+    def _spawn(self, coroutine: Any) -> asyncio.Task[None]:
+        # A fresh context: the task must not inherit the request or consumer that started it.
+        task = asyncio.get_running_loop().create_task(coroutine, context=contextvars.Context())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+
+async def _quietly(awaitable: Any) -> None:
+    try:
+        await awaitable
+    except asyncio.CancelledError:
+        raise
+    except Exception:
+        logger.exception("A channel layer operation of the turn registry failed")
+
+
+_registries: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, TurnRegistry] = weakref.WeakKeyDictionary()
+
+
+def turn_registry() -> TurnRegistry:
+    """The registry of the running event loop (one per Daphne process)."""
+    loop = asyncio.get_running_loop()
+    registry = _registries.get(loop)
+    if registry is None:
+        registry = _registries[loop] = TurnRegistry()
+    return registry
+
+
+async def turn_registry_close() -> None:
+    """Close the running loop's registry, if it has one."""
+    registry = _registries.pop(asyncio.get_running_loop(), None)
+    if registry is not None:
+        await registry.aclose()

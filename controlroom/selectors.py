@@ -1,0 +1,222 @@
+"""Reads for the control room: sessions, a session's turns as `TurnView`s, the tool-call ledger.
+
+Synchronous (async callers wrap them in `database_sync_to_async`) and returning plain data, so
+templates rendered from consumers never touch a queryset.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import uuid
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.core.paginator import Page, Paginator
+from django.db.models import Q
+from django.utils import timezone
+
+from agent.engine.approvals import REQUEST_EXECUTION, approval_from_result
+from agent.engine.loop import PREVIEW_CHARS
+from agent.models import Activity, AgentSession, Message, Turn
+from controlroom.models import ApprovalDecision
+from controlroom.transcript import ApprovalItem, NoticeItem, TextItem, ToolItem, TurnView
+
+SESSION_TURNS_SHOWN = 200
+
+
+@dataclass(frozen=True)
+class SessionRow:
+    id: str
+    title: str
+    actor: str
+    origin: str
+    last_active_at: datetime.datetime
+
+
+def session_exists(*, session_id: uuid.UUID) -> bool:
+    return AgentSession.objects.filter(pk=session_id).exists()
+
+
+def session_title(*, session_id: uuid.UUID) -> str:
+    return AgentSession.objects.filter(pk=session_id).values_list("title", flat=True).first() or ""
+
+
+def session_running_turn(*, session_id: uuid.UUID) -> bool:
+    """Whether a turn of the session is still running in a live process."""
+    return any(
+        not _turn_is_stale(turn) for turn in Turn.objects.filter(session_id=session_id, status=Turn.Status.RUNNING)
+    )
+
+
+def sessions_recent(*, query: str = "", limit: int = 30) -> list[SessionRow]:
+    """Sessions, most recently active first; `query` matches the title or the start of the id."""
+    sessions = AgentSession.objects.order_by("-last_active_at")
+    query = query.strip()
+    if query:
+        sessions = sessions.filter(Q(title__icontains=query) | Q(id__startswith=query.lower()))
+    return [
+        SessionRow(
+            id=str(session.id),
+            title=session.title or "Untitled session",
+            actor=session.actor,
+            origin=session.origin,
+            last_active_at=session.last_active_at,
+        )
+        for session in sessions[:limit]
+    ]
+
+
+def session_turn_views(*, session_id: uuid.UUID, limit: int = SESSION_TURNS_SHOWN) -> list[TurnView]:
+    """The session's latest turns, oldest first, as the transcript shows them."""
+    turns = list(Turn.objects.filter(session_id=session_id).order_by("-started_at")[:limit])
+    turns.reverse()
+    if not turns:
+        return []
+    turn_ids = [turn.id for turn in turns]
+    messages: dict[uuid.UUID, list[tuple[str, list[dict[str, Any]]]]] = defaultdict(list)
+    for turn_id, role, content in (
+        Message.objects.filter(turn_id__in=turn_ids).order_by("id").values_list("turn_id", "role", "content")
+    ):
+        messages[turn_id].append((role, content if isinstance(content, list) else []))
+    calls = {row.tool_use_id: row for row in Activity.objects.filter(correlation_id__in=turn_ids) if row.tool_use_id}
+    return [_turn_view(turn, messages[turn.id], calls) for turn in turns]
+
+
+def turn_view(*, turn_id: uuid.UUID) -> TurnView | None:
+    turn = Turn.objects.filter(pk=turn_id).first()
+    if turn is None:
+        return None
+    rows = Message.objects.filter(turn_id=turn_id).order_by("id").values_list("role", "content")
+    calls = {row.tool_use_id: row for row in Activity.objects.filter(correlation_id=turn_id) if row.tool_use_id}
+    return _turn_view(turn, [(role, content) for role, content in rows], calls)
+
+
+def _turn_is_stale(turn: Turn) -> bool:
+    """A `running` turn whose heartbeat stopped belongs to a process that died."""
+    if turn.status != Turn.Status.RUNNING:
+        return False
+    beat = turn.heartbeat_at or turn.started_at
+    return (timezone.now() - beat).total_seconds() > settings.HERMES_TURN_STALE_SECONDS
+
+
+def _turn_view(turn: Turn, messages: list[tuple[str, list[dict[str, Any]]]], calls: dict[str, Activity]) -> TurnView:
+    view = TurnView(
+        turn_id=str(turn.id),
+        session_id=str(turn.session_id),
+        question="",
+        started_at=turn.started_at.isoformat(),
+        status=Turn.Status.INTERRUPTED if _turn_is_stale(turn) else turn.status,
+        stop_reason=turn.stop_reason,
+        iterations=turn.iterations,
+        usage=dict(turn.usage or {}),
+    )
+    block = 0
+    for index, (role, content) in enumerate(messages):
+        if role == Message.Role.USER and index == 0:
+            view.question = _text_of(content)
+            continue
+        for part in content:
+            kind = part.get("type")
+            if role == Message.Role.ASSISTANT and kind == "text" and part.get("text"):
+                view.items.append(TextItem(block=block, text=str(part["text"]), done=True))
+                block += 1
+            elif role == Message.Role.ASSISTANT and kind == "tool_use":
+                view.items.append(_tool_item(part, calls.get(str(part.get("id", "")))))
+            elif role == Message.Role.USER and kind == "tool_result":
+                _tool_result_apply(view, part)
+    if view.status in (Turn.Status.ERROR, Turn.Status.CANCELLED, Turn.Status.INTERRUPTED):
+        message = turn.error or "The process running this turn stopped before it finished."
+        view.items.append(NoticeItem(code=view.status, message=message))
+    return view
+
+
+def _text_of(content: list[dict[str, Any]]) -> str:
+    return "\n".join(str(part.get("text", "")) for part in content if part.get("type") == "text")
+
+
+def _tool_item(block: dict[str, Any], call: Activity | None) -> ToolItem:
+    name = str(block.get("name", ""))
+    arguments = block.get("input")
+    return ToolItem(
+        tool_use_id=str(block.get("id", "")),
+        name=name,
+        server=call.server if call else "",
+        tool=call.tool if call else name,
+        input=arguments if isinstance(arguments, dict) else {},
+        is_error=call.is_error if call else False,
+        duration_ms=call.duration_ms if call else 0,
+    )
+
+
+def _tool_result_apply(view: TurnView, block: dict[str, Any]) -> None:
+    tool = view.tool_item(str(block.get("tool_use_id", "")))
+    if tool is None:
+        return
+    content = block.get("content", "")
+    text = content if isinstance(content, str) else _text_of(content if isinstance(content, list) else [])
+    tool.done = True
+    tool.is_error = tool.is_error or bool(block.get("is_error"))
+    tool.result = text[:PREVIEW_CHARS]
+    tool.truncated = len(text) > PREVIEW_CHARS
+    if tool.tool != REQUEST_EXECUTION or tool.is_error:
+        return
+    try:
+        structured = json.loads(text)
+    except ValueError:
+        return
+    approval = approval_from_result(tool=REQUEST_EXECUTION, tool_use_id=tool.tool_use_id, structured=structured)
+    if approval is not None:
+        view.items.append(
+            ApprovalItem(
+                approval_id=approval.approval_id,
+                execution_id=approval.execution_id,
+                target=approval.target,
+                action=approval.action,
+                risk_class=approval.risk_class,
+                status=approval.status,
+                message=approval.message,
+            )
+        )
+
+
+# --- the ledger ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LedgerFilters:
+    turn: uuid.UUID | None = None
+    session: uuid.UUID | None = None
+    server: str = ""
+    tool: str = ""
+    errors_only: bool = False
+
+
+def ledger_page(*, filters: LedgerFilters, page: int = 1, per_page: int = 50) -> Page[Activity]:
+    """Tool calls, newest first, narrowed by `filters`."""
+    calls = Activity.objects.order_by("-started_at", "-id")
+    if filters.turn:
+        calls = calls.filter(correlation_id=filters.turn)
+    if filters.session:
+        calls = calls.filter(session_id=filters.session)
+    if filters.server:
+        calls = calls.filter(server=filters.server)
+    if filters.tool:
+        calls = calls.filter(tool=filters.tool)
+    if filters.errors_only:
+        calls = calls.filter(is_error=True)
+    return Paginator(calls, per_page).get_page(page)
+
+
+def ledger_choices() -> dict[str, list[str]]:
+    """The servers and tools that appear in the ledger, for the filter menus."""
+    return {
+        "servers": list(Activity.objects.order_by("server").values_list("server", flat=True).distinct()),
+        "tools": list(Activity.objects.order_by("tool").values_list("tool", flat=True).distinct()),
+    }
+
+
+def approval_decisions_recent(*, limit: int = 50) -> list[ApprovalDecision]:
+    return list(ApprovalDecision.objects.order_by("-decided_at", "-id")[:limit])

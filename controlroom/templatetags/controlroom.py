@@ -1,0 +1,116 @@
+"""Template helpers of the control room: safe DOM ids, Markdown, JSON, usage and links."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from django import template
+from django.conf import settings
+from django.utils.safestring import SafeString, mark_safe
+
+from controlroom import dom
+from controlroom.markdown import markdown_render
+
+register = template.Library()
+
+# Class names for values that come from Oikos: only known values become classes.
+_RISK_CLASSES = {"reversible_low": "low", "config_mutation": "medium", "destructive": "high"}
+_STAGES = {"pending", "approved", "running", "completed", "failed", "denied", "proposed"}
+
+
+@register.filter
+def markdown(text: str) -> SafeString:
+    """Rendered, sanitised Markdown of model text."""
+    return mark_safe(markdown_render(str(text)))  # sanitised by nh3 in markdown_render
+
+
+@register.filter
+def pretty_json(value: Any) -> str:
+    """Arguments and results as indented JSON (escaped by the template like any text)."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return value
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False, default=str)
+
+
+@register.filter
+def risk_class(value: str) -> str:
+    return _RISK_CLASSES.get(str(value), "unknown")
+
+
+@register.filter
+def stage_class(value: str) -> str:
+    return str(value) if str(value) in _STAGES else "unknown"
+
+
+@register.filter
+def short_id(value: Any) -> str:
+    return str(value).split("-")[0]
+
+
+@register.simple_tag
+def turn_dom_id(turn_id: str) -> str:
+    return dom.turn_dom_id(turn_id)
+
+
+@register.simple_tag
+def turn_body_dom_id(turn_id: str) -> str:
+    return dom.turn_body_dom_id(turn_id)
+
+
+@register.simple_tag
+def turn_foot_dom_id(turn_id: str) -> str:
+    return dom.turn_foot_dom_id(turn_id)
+
+
+@register.simple_tag
+def block_dom_id(turn_id: str, block: int) -> str:
+    return dom.block_dom_id(turn_id, block)
+
+
+@register.simple_tag
+def chip_dom_id(turn_id: str, tool_use_id: str) -> str:
+    return dom.chip_dom_id(turn_id, tool_use_id)
+
+
+@register.simple_tag
+def approval_dom_class(approval_id: str) -> str:
+    return dom.approval_dom_class(approval_id)
+
+
+@register.simple_tag
+def decide_form_dom_id(approval_id: str, decision: str) -> str:
+    return dom.decide_form_dom_id(approval_id, decision)
+
+
+@register.simple_tag
+def oikos_ledger_url(correlation_id: str) -> str:
+    """Oikos's ledger filtered to one turn, or "" when `OIKOS_LEDGER_URL` is not set."""
+    base = (settings.OIKOS_LEDGER_URL or "").strip()
+    if not base:
+        return ""
+    value = str(uuid.UUID(str(correlation_id)))
+    if "{correlation_id}" in base:
+        return base.replace("{correlation_id}", quote(value, safe=""))
+    joiner = "&" if "?" in base else "?"
+    return f"{base}{joiner}{urlencode({'correlation_id': value})}"
+
+
+@register.filter
+def tokens(value: Any) -> str:
+    """1234567 → 1,234,567 (usage numbers)."""
+    try:
+        return f"{int(value):,}"
+    except (TypeError, ValueError):
+        return "0"
+
+
+@register.filter
+def approval_in(item: Any, approvals: dict[str, Any] | None) -> Any:
+    """The freshest state known for an inline approval card, else what the transcript recorded."""
+    return (approvals or {}).get(item.approval_id, item)

@@ -1,0 +1,217 @@
+"""A turn as the control room shows it, built from live events or from the database.
+
+`TurnView` folds the turn's events (the engine's `text`, `tool_use`, `tool_result`, `approval`,
+`error`, `done`, plus the control room's own `text_end` carrying a finished block's full text) into
+items in display order. `apply()` returns what changed, so a consumer re-renders only that; a fresh
+view fed the whole log renders the turn in one piece (a snapshot). Everything here is plain data:
+no HTML, no database.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+ItemKind = Literal["text", "tool", "approval", "notice"]
+
+
+@dataclass
+class TextItem:
+    block: int
+    text: str = ""
+    # A finished block is shown as rendered Markdown; a streaming one as escaped text.
+    done: bool = False
+    kind: ItemKind = "text"
+
+
+@dataclass
+class ToolItem:
+    tool_use_id: str
+    name: str
+    server: str
+    tool: str
+    input: dict[str, Any]
+    done: bool = False
+    is_error: bool = False
+    result: str = ""
+    duration_ms: int = 0
+    truncated: bool = False
+    kind: ItemKind = "tool"
+
+
+@dataclass
+class ApprovalItem:
+    approval_id: str
+    execution_id: str
+    target: str
+    action: str
+    risk_class: str
+    status: str
+    message: str = ""
+    kind: ItemKind = "approval"
+
+    # The same reading surface as the rail's `ApprovalState`, so one card template shows either.
+    requested_by: str = ""
+    reason: str = ""
+    decided_by: str = ""
+
+    @property
+    def pending(self) -> bool:
+        return self.status in ("proposed", "pending")
+
+    @property
+    def stage(self) -> str:
+        return "pending" if self.pending else self.status
+
+
+@dataclass
+class NoticeItem:
+    code: str
+    message: str
+    kind: ItemKind = "notice"
+
+
+Item = TextItem | ToolItem | ApprovalItem | NoticeItem
+
+ChangeKind = Literal["item_new", "text_append", "item_update", "finished"]
+
+
+@dataclass(frozen=True)
+class Change:
+    kind: ChangeKind
+    item: Item | None = None
+    # For `text_append`: only the new characters.
+    chunk: str = ""
+
+
+@dataclass
+class TurnView:
+    turn_id: str
+    session_id: str
+    question: str
+    started_at: str = ""
+    status: str = "running"
+    stop_reason: str = ""
+    iterations: int = 0
+    usage: dict[str, int] = field(default_factory=dict)
+    items: list[Item] = field(default_factory=list)
+
+    @property
+    def running(self) -> bool:
+        return self.status == "running"
+
+    def text_block(self, block: int) -> TextItem | None:
+        for item in self.items:
+            if isinstance(item, TextItem) and item.block == block:
+                return item
+        return None
+
+    def tool_item(self, tool_use_id: str) -> ToolItem | None:
+        for item in self.items:
+            if isinstance(item, ToolItem) and item.tool_use_id == tool_use_id:
+                return item
+        return None
+
+    def approvals(self) -> list[ApprovalItem]:
+        return [item for item in self.items if isinstance(item, ApprovalItem)]
+
+    def apply(self, event: dict[str, Any]) -> list[Change]:
+        """Fold one event in; returns the changes to show (empty when nothing visible changed)."""
+        kind = event.get("type")
+        if kind == "text":
+            return self._text(int(event.get("block", 0)), str(event.get("text", "")))
+        if kind == "text_end":
+            return self._text_end(int(event.get("block", 0)), str(event.get("text", "")))
+        if kind == "tool_use":
+            arguments = event.get("input")
+            item = ToolItem(
+                tool_use_id=str(event.get("id", "")),
+                name=str(event.get("name", "")),
+                server=str(event.get("server", "")),
+                tool=str(event.get("tool", "")),
+                input=arguments if isinstance(arguments, dict) else {},
+            )
+            self.items.append(item)
+            return [Change("item_new", item)]
+        if kind == "tool_result":
+            tool = self.tool_item(str(event.get("tool_use_id", "")))
+            if tool is None:
+                return []
+            tool.done = True
+            tool.is_error = bool(event.get("is_error"))
+            tool.result = str(event.get("content", ""))
+            tool.duration_ms = int(event.get("duration_ms", 0) or 0)
+            tool.truncated = bool(event.get("truncated"))
+            return [Change("item_update", tool)]
+        if kind == "approval":
+            approval = ApprovalItem(
+                approval_id=str(event.get("approval_id", "")),
+                execution_id=str(event.get("execution_id", "")),
+                target=str(event.get("target", "")),
+                action=str(event.get("action", "")),
+                risk_class=str(event.get("risk_class", "")),
+                status=str(event.get("status", "proposed")),
+                message=str(event.get("message", "")),
+            )
+            self.items.append(approval)
+            return [Change("item_new", approval)]
+        if kind == "error":
+            notice = NoticeItem(code=str(event.get("code", "")), message=str(event.get("message", "")))
+            self.items.append(notice)
+            return [Change("item_new", notice)]
+        if kind == "done":
+            self.status = str(event.get("status", "done"))
+            self.stop_reason = str(event.get("stop_reason", ""))
+            self.iterations = int(event.get("iterations", 0) or 0)
+            usage = event.get("usage")
+            self.usage = dict(usage) if isinstance(usage, dict) else {}
+            # A turn that ended mid-block (cancelled, failed) still shows its text rendered.
+            changes = [Change("item_update", item) for item in self._close_open_blocks()]
+            return [*changes, Change("finished")]
+        return []
+
+    def _text(self, block: int, chunk: str) -> list[Change]:
+        if not chunk:
+            return []
+        item = self.text_block(block)
+        if item is None:
+            item = TextItem(block=block, text=chunk)
+            self.items.append(item)
+            return [Change("item_new", item)]
+        if item.done:
+            return []
+        item.text += chunk
+        return [Change("text_append", item, chunk=chunk)]
+
+    def _text_end(self, block: int, text: str) -> list[Change]:
+        item = self.text_block(block)
+        if item is None:
+            if not text:
+                return []
+            item = TextItem(block=block, text=text, done=True)
+            self.items.append(item)
+            return [Change("item_new", item)]
+        # The full text wins over whatever deltas arrived: a dropped delta cannot corrupt an answer.
+        item.text, item.done = text, True
+        return [Change("item_update", item)]
+
+    def _close_open_blocks(self) -> list[TextItem]:
+        closed = []
+        for item in self.items:
+            if isinstance(item, TextItem) and not item.done:
+                item.done = True
+                closed.append(item)
+        return closed
+
+
+def turn_view_replay(start: dict[str, Any], events: list[dict[str, Any]]) -> TurnView:
+    """A view of a turn from its `turn_start` event and the events after it."""
+    view = TurnView(
+        turn_id=str(start["turn_id"]),
+        session_id=str(start["session_id"]),
+        question=str(start.get("question", "")),
+        started_at=str(start.get("started_at", "")),
+    )
+    for event in events:
+        view.apply(event)
+    return view

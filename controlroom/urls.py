@@ -1,0 +1,20 @@
+from __future__ import annotations
+
+from django.urls import path
+
+from controlroom.views import approvals, chat, pages
+
+app_name = "controlroom"
+
+urlpatterns = [
+    path("", chat.home, name="home"),
+    path("s/<uuid:session_id>/", chat.home, name="session"),
+    path("ask/", chat.ask, name="ask"),
+    path("turns/<uuid:turn_id>/stop/", chat.turn_stop, name="turn_stop"),
+    path("drawer/new/", chat.drawer_new, name="drawer_new"),
+    path("sessions/", pages.sessions_page, name="sessions"),
+    path("sessions/nav/", chat.sessions_nav, name="sessions_nav"),
+    path("ledger/", pages.ledger, name="ledger"),
+    path("approvals/", approvals.approvals_page, name="approvals"),
+    path("approvals/decide/", approvals.decide, name="approval_decide"),
+]

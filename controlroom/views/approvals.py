@@ -1,0 +1,92 @@
+"""Approvals: deciding one (from any card, inline or in the rail) and the approvals page."""
+
+from __future__ import annotations
+
+import uuid
+
+from channels.db import database_sync_to_async
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, HttpResponseForbidden
+from django.shortcuts import render
+from django.views.decorators.http import require_GET, require_POST
+
+from controlroom import fragments, selectors
+from controlroom.approvals import approval_decide
+from controlroom.forms import DecisionForm
+from controlroom.identity import operator_name
+from controlroom.models import ApprovalDecision
+from controlroom.oikos import OikosClient, OikosError
+from controlroom.rail import ApprovalState
+from controlroom.relay import oikos_relay
+from controlroom.views.context import DRAWER_SESSION_KEY, HtmxHttpRequest, conversation_context, redirect_back
+
+
+@require_POST
+async def decide(request: HtmxHttpRequest) -> HttpResponse:
+    """Approve or deny as the signed-in operator; answers with the cards of that approval redrawn."""
+    operator = operator_name(request)
+    if operator is None:
+        return HttpResponseForbidden("Deciding an approval needs an operator identity.")
+    form = DecisionForm(request.POST)
+    if not form.is_valid():
+        return HttpResponseBadRequest("Not a valid decision: " + "; ".join(form.errors.keys()))
+    approval_id: str = form.cleaned_data["approval_id"]
+    execution_id: str = form.cleaned_data["execution_id"]
+    result = await approval_decide(
+        approval_id=approval_id,
+        execution_id=execution_id,
+        approve=form.cleaned_data["decision"] == "approve",
+        operator=operator,
+        reason=form.cleaned_data["reason"],
+    )
+    relay = oikos_relay()
+    if result.outcome == ApprovalDecision.Outcome.DECIDED:
+        relay.approval_note(result.approval)
+    known = await relay.approvals_lookup([(approval_id, execution_id)])
+    card = known.get(approval_id) or ApprovalState(approval_id=approval_id, execution_id=execution_id)
+    if result.outcome == ApprovalDecision.Outcome.ALREADY_DECIDED:
+        # Oikos's word beats whatever this process heard last.
+        card.status = "denied" if result.status == "denied" else "approved"
+        if card.execution_status == "proposed":
+            card.execution_status = card.status
+        card.decided_by = result.decided_by
+    if not request.htmx:
+        return redirect_back(request, "controlroom:approvals")
+    return HttpResponse(fragments.approval_cards_replace([card], notice=result.notice))
+
+
+@require_GET
+async def approvals_page(request: HttpRequest) -> HttpResponse:
+    """Every approval Oikos knows (pending first) and the decisions taken from this control room."""
+    problem = ""
+    approvals: list[ApprovalState] = []
+    try:
+        async with OikosClient.from_settings() as oikos:
+            listed = await oikos.approvals("all")
+    except OikosError as failure:
+        problem, listed = str(failure), []
+    for item in listed:
+        approval = ApprovalState(approval_id=str(item.get("id", "")))
+        approval.update(item)
+        approval.status = str(item.get("status") or "pending")
+        approval.execution_status = {"pending": "proposed"}.get(approval.status, approval.status)
+        approvals.append(approval)
+    approvals.sort(key=lambda a: (not a.pending, a.requested_at), reverse=False)
+    session = await request.session.aget(DRAWER_SESSION_KEY)
+    drawer = await database_sync_to_async(conversation_context)(session_id=_uuid(session), place="drawer")
+    decisions = await database_sync_to_async(selectors.approval_decisions_recent)()
+    context = {
+        "operator": operator_name(request),
+        "oikos_approvals": approvals,
+        "pending_approvals": [a for a in approvals if a.pending] + drawer["pending_approvals"],
+        "oikos_problem": problem,
+        "decisions": decisions,
+        "drawer": drawer,
+    }
+    return render(request, "controlroom/approvals.html", context)
+
+
+def _uuid(value: object) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(str(value))
+    except ValueError:
+        return None

@@ -1,0 +1,61 @@
+"""What every page of the control room shows around its content: the conversation and the nav."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+from urllib.parse import urlencode
+
+from django.http import HttpRequest, HttpResponseRedirect
+from django.shortcuts import redirect
+from django.utils.http import url_has_allowed_host_and_scheme
+from django_htmx.middleware import HtmxDetails
+
+from agent.llm import NOT_CONFIGURED_MESSAGE, llm_configured
+from controlroom import selectors
+
+
+class HtmxHttpRequest(HttpRequest):
+    """A request as django-htmx's middleware leaves it (for type checking)."""
+
+    htmx: HtmxDetails
+
+
+# The chat drawer on other pages continues the session last used in this browser.
+DRAWER_SESSION_KEY = "controlroom_session"
+
+
+def conversation_context(
+    *, session_id: uuid.UUID | None, place: str, text: str = "", error: str = ""
+) -> dict[str, Any]:
+    """The conversation pane (home or drawer) for `session_id`, or an empty one for a new chat."""
+    turns = selectors.session_turn_views(session_id=session_id) if session_id else []
+    query = {"session": str(session_id)} if session_id else {}
+    if place == "home":
+        query["rail"] = "1"
+    pending = [item for turn in turns for item in turn.approvals() if item.pending]
+    return {
+        "place": place,
+        "session_id": str(session_id) if session_id else "",
+        "session_title": selectors.session_title(session_id=session_id) if session_id else "",
+        "turns": turns,
+        "running": next((turn for turn in turns if turn.running), None),
+        "approvals": {},
+        "pending_approvals": pending,
+        "ws_url": "/ws/ui/?" + urlencode(query),
+        "llm_ready": llm_configured(),
+        "llm_missing": NOT_CONFIGURED_MESSAGE,
+        "composer": {"text": text, "error": error, "autofocus": place == "home"},
+    }
+
+
+def nav_context(*, current: str = "", query: str = "") -> dict[str, Any]:
+    return {"sessions": selectors.sessions_recent(query=query), "current_session": current, "session_query": query}
+
+
+def redirect_back(request: HttpRequest, fallback: str) -> HttpResponseRedirect:
+    """Back to the page the form was on (same host only), for browsers without htmx."""
+    back = request.headers.get("referer", "")
+    if back and url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}):
+        return HttpResponseRedirect(back)
+    return redirect(fallback)

@@ -1,0 +1,66 @@
+"""The pages around the chat, each with the chat drawer: sessions and the tool-call ledger."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from controlroom import selectors
+from controlroom.forms import LedgerFilterForm
+from controlroom.identity import operator_name
+from controlroom.views.context import DRAWER_SESSION_KEY, conversation_context, nav_context
+
+
+def _drawer(request: HttpRequest) -> dict[str, Any]:
+    try:
+        session_id: uuid.UUID | None = uuid.UUID(str(request.session.get(DRAWER_SESSION_KEY)))
+    except ValueError:
+        session_id = None
+    if session_id is not None and not selectors.session_exists(session_id=session_id):
+        session_id = None
+    return conversation_context(session_id=session_id, place="drawer")
+
+
+@require_GET
+def sessions_page(request: HttpRequest) -> HttpResponse:
+    query = request.GET.get("q", "")[:200]
+    context = {
+        "operator": operator_name(request),
+        "drawer": _drawer(request),
+        **nav_context(query=query),
+    }
+    context["pending_approvals"] = context["drawer"]["pending_approvals"]
+    return render(request, "controlroom/sessions.html", context)
+
+
+@require_GET
+def ledger(request: HttpRequest) -> HttpResponse:
+    """Every tool call, newest first; filter by turn (correlation id), session, server, tool, errors."""
+    form = LedgerFilterForm(request.GET)
+    filters = selectors.LedgerFilters()
+    page_number = 1
+    if form.is_valid():
+        data = form.cleaned_data
+        filters = selectors.LedgerFilters(
+            turn=data["turn"],
+            session=data["session"],
+            server=data["server"],
+            tool=data["tool"],
+            errors_only=data["only_errors"],
+        )
+        page_number = data["page"] or 1
+    drawer = _drawer(request)
+    context = {
+        "operator": operator_name(request),
+        "form": form,
+        "filters": filters,
+        "page": selectors.ledger_page(filters=filters, page=page_number),
+        "choices": selectors.ledger_choices(),
+        "drawer": drawer,
+        "pending_approvals": drawer["pending_approvals"],
+    }
+    return render(request, "controlroom/ledger.html", context)

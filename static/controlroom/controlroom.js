@@ -1,0 +1,30 @@
+// The only script of our own: keyboard sending and keeping the newest answer in view.
+// No inline handlers anywhere, so a strict Content-Security-Policy can forbid them.
+(function () {
+  "use strict";
+
+  // Enter sends, Shift+Enter adds a line (and an IME composition is never cut short).
+  document.addEventListener("keydown", function (event) {
+    var field = event.target;
+    if (event.key !== "Enter" || event.shiftKey || event.isComposing) return;
+    if (!(field instanceof HTMLTextAreaElement) || !field.form || !field.form.classList.contains("composer")) return;
+    event.preventDefault();
+    if (field.value.trim() !== "") field.form.requestSubmit();
+  });
+
+  // Follow the conversation as it streams, unless the operator scrolled up to read.
+  var following = new WeakMap();
+  function transcripts() {
+    return document.querySelectorAll(".transcript");
+  }
+  document.addEventListener("htmx:wsBeforeMessage", function () {
+    transcripts().forEach(function (box) {
+      following.set(box, box.scrollHeight - box.scrollTop - box.clientHeight < 80);
+    });
+  });
+  document.addEventListener("htmx:wsAfterMessage", function () {
+    transcripts().forEach(function (box) {
+      if (following.get(box) !== false) box.scrollTop = box.scrollHeight;
+    });
+  });
+})();

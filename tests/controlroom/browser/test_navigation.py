@@ -1,0 +1,75 @@
+"""Sessions: resuming one from the nav, asking from the chat drawer on another page."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.controlroom.browser.conftest import Watched
+from tests.controlroom.browser.steps import SESSION_URL, ask, composer, last_turn, wait_done
+
+pytestmark = pytest.mark.e2e
+
+
+def test_a_past_session_resumes_from_the_nav(page: Watched) -> None:
+    browser_page = page.page
+    browser_page.goto("/ui/")
+    # Shift+Enter writes a new line and sends nothing.
+    field = composer(browser_page)
+    field.fill("line one")
+    field.press("Shift+Enter")
+    field.press_sequentially("line two")
+    expect(field).to_have_value("line one\nline two")
+    expect(browser_page.locator(".transcript-empty")).to_be_visible()
+    ask(browser_page, "remember the lighthouse keeper")
+    expect(browser_page).to_have_url(SESSION_URL)
+    session_url = browser_page.url
+    wait_done(last_turn(browser_page))
+
+    browser_page.get_by_role("link", name="New chat").click()
+    expect(browser_page.locator(".transcript-empty")).to_be_visible()
+    browser_page.get_by_role("searchbox", name="Search sessions").fill("lighthouse")
+    match = browser_page.locator("#session-list a", has_text="remember the lighthouse keeper")
+    expect(match).to_have_count(1)
+    expect(browser_page.locator("#session-list a")).to_have_count(1)
+    match.click()
+
+    expect(browser_page).to_have_url(session_url)
+    turn = last_turn(browser_page)
+    expect(turn.locator(".text.md")).to_have_text("You said: remember the lighthouse keeper")
+
+    # The resumed session takes the next question, with its history.
+    ask(browser_page, "and the lamp?")
+    following = last_turn(browser_page)
+    wait_done(following)
+    expect(following.locator(".text.md")).to_have_text("You said: and the lamp?")
+    expect(browser_page.locator(".transcript article.turn")).to_have_count(2)
+    page.assert_clean()
+
+
+def test_the_chat_drawer_asks_from_the_ledger_page(page: Watched) -> None:
+    browser_page = page.page
+    browser_page.goto("/ui/ledger/")
+    drawer = browser_page.locator("details.drawer")
+    drawer.locator("summary").click()
+
+    ask(drawer, "hello from the ledger")
+
+    turn = last_turn(drawer)
+    wait_done(turn)
+    expect(turn.locator(".text.md")).to_have_text("You said: hello from the ledger")
+    expect(browser_page).to_have_url(re.compile(r"/ui/ledger/$"))
+
+    # The drawer keeps its conversation across pages, and can start a new one.
+    browser_page.goto("/ui/sessions/")
+    drawer.locator("summary").click()
+    expect(last_turn(drawer).locator(".question")).to_contain_text("hello from the ledger")
+    drawer.get_by_role("button", name="New chat").click()
+    expect(drawer.locator(".conversation-title")).to_have_text("New chat")
+    ask(drawer, "a fresh drawer chat")
+    wait_done(last_turn(drawer))
+    expect(drawer.locator("article.turn")).to_have_count(1)
+    expect(last_turn(drawer).locator(".text.md")).to_have_text("You said: a fresh drawer chat")
+    page.assert_clean()

@@ -1,0 +1,213 @@
+"""The control room's websocket, driven by `WebsocketCommunicator` on the real ASGI application.
+
+Turns run against the scripted model and a real oikos_sim; frames are the htmx swaps a browser
+would apply. Every test runs on the in-memory layer (messages round-tripped through JSON) and on
+the Redis layer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import html
+import re
+import uuid
+
+import pytest
+from channels.db import database_sync_to_async
+from channels.layers import BaseChannelLayer
+
+from agent.engine.events import TextDelta
+from agent.models import Message, Turn
+from controlroom.registry import TurnRegistry, session_group, turn_registry
+from oikos_sim.server import RunningSim
+from tests.controlroom.conftest import Connect, Frames, browser_socket
+from tests.fakes import FakeAnthropic, Reply
+from tests.fakes.scripted_models import ExecutionRequester
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+ANSWER = "Caddy fronts **twelve** services; all answer.\n\n- `service:jellyfin`\n- `service:gitea`"
+LONG = " ".join(f"word{n}" for n in range(400))
+
+
+async def _session_with_one_turn(llm: FakeAnthropic, text: str = "is caddy fine?") -> uuid.UUID:
+    llm.enqueue(Reply.text(ANSWER))
+    handle = await turn_registry().turn_submit(text=text, actor="operator:test")
+    await handle.wait()
+    return handle.session_id
+
+
+def _turn_frames(frames: Frames, turn_id: uuid.UUID) -> list[str]:
+    return [frame for frame in frames.received if str(turn_id) in frame]
+
+
+def _finished(turn_id: uuid.UUID) -> re.Pattern[str]:
+    return re.compile(rf'<article class="turn turn-(done|cancelled|error)" id="turn-{turn_id}" hx-swap-oob="true"')
+
+
+async def test_snapshot_then_a_live_turn_streams_in_coalesced_steps_and_ends_as_markdown(
+    llm: FakeAnthropic, oikos_settings: RunningSim, socket: Connect
+) -> None:
+    session_id = await _session_with_one_turn(llm)
+    frames = await socket(f"/ws/ui/?session={session_id}")
+
+    snapshot = await frames.next()
+    assert 'hx-swap-oob="innerHTML:#transcript"' in snapshot
+    assert "is caddy fine?" in snapshot and "<strong>twelve</strong>" in snapshot
+
+    llm.enqueue(Reply.text(LONG, chunk=3, delay=0.001))
+    handle = await turn_registry().turn_submit(text="and now a long one", actor="operator:test", session_id=session_id)
+    done = await frames.until(_finished(handle.turn_id).search)
+
+    turn_frames = _turn_frames(frames, handle.turn_id)
+    assert 'hx-swap-oob="beforeend:#transcript"' in turn_frames[0] and "and now a long one" in turn_frames[0]
+    appended = re.findall(rf'<span hx-swap-oob="beforeend:#blk-{handle.turn_id}-0">(.*?)</span>', frames.text(), re.S)
+    streamed = html.unescape(re.search(r'class="text streaming"[^>]*>(.*?)</div>', frames.text(), re.S)[1])
+    deltas = [event for event in handle.log if isinstance(event, TextDelta)]
+    # Coalesced: far fewer frames than deltas, and still the text grew in several steps.
+    assert 2 <= len(appended) < len(deltas) / 3, (len(appended), len(deltas))
+    assert streamed + "".join(html.unescape(part) for part in appended) == LONG
+    assert f'<div class="text md" id="blk-{handle.turn_id}-0"><p>{LONG}</p>' in done
+    assert 'class="status status-done"' in done and f'href="/ui/ledger/?turn={handle.turn_id}"' in done
+
+
+async def test_a_socket_joining_mid_turn_gets_the_turn_so_far_from_its_owner_then_the_rest(
+    llm: FakeAnthropic, oikos_settings: RunningSim, socket: Connect
+) -> None:
+    session_id = await _session_with_one_turn(llm)
+    llm.enqueue(Reply.text(LONG, chunk=8, delay=0.004))
+    handle = await turn_registry().turn_submit(text="long again", actor="operator:test", session_id=session_id)
+    async with asyncio.timeout(10), contextlib.aclosing(handle.events()) as events:
+        deltas = 0
+        async for event in events:
+            deltas += isinstance(event, TextDelta)
+            if deltas == 20:
+                break
+
+    frames = await socket(f"/ws/ui/?session={session_id}")
+    await frames.next()  # the snapshot, drawn from the database
+    redraw = await frames.until(lambda f: f'<article class="turn turn-running" id="turn-{handle.turn_id}"' in f)
+    so_far = html.unescape(re.search(r'class="text streaming"[^>]*>(.*?)</div>', redraw, re.S)[1])
+    # What the owner had published (coalescing may hold back the last few milliseconds).
+    assert len(so_far) >= 10 * 8 and LONG.startswith(so_far)
+    done = await frames.until(_finished(handle.turn_id).search)
+    assert f"<p>{LONG}</p>" in done
+
+
+async def test_a_gap_in_the_numbering_is_repaired_from_the_owners_state(
+    llm: FakeAnthropic, oikos_settings: RunningSim, socket: Connect, channel_layer: BaseChannelLayer
+) -> None:
+    session_id = await _session_with_one_turn(llm)
+    frames = await socket(f"/ws/ui/?session={session_id}")
+    await frames.next()
+    llm.enqueue(Reply.text(LONG, chunk=8, delay=0.004))
+    handle = await turn_registry().turn_submit(text="long with a gap", actor="operator:test", session_id=session_id)
+    await frames.until(lambda f: f"beforeend:#blk-{handle.turn_id}-0" in f)
+
+    # A message from far ahead: the ones in between were lost (the in-memory layer drops past capacity).
+    lost = {"type": "text", "block": 0, "text": "NEVER-SENT"}
+    await channel_layer.group_send(
+        session_group(session_id),
+        {
+            "type": "turn.event",
+            "turn_id": str(handle.turn_id),
+            "session_id": str(session_id),
+            "seq": 10_000,
+            "event": lost,
+        },
+    )
+
+    redraw = await frames.until(lambda f: f'<article class="turn turn-running" id="turn-{handle.turn_id}"' in f)
+    assert "NEVER-SENT" not in redraw
+    done = await frames.until(_finished(handle.turn_id).search)
+    assert f"<p>{LONG}</p>" in done and "NEVER-SENT" not in frames.text()
+
+
+async def test_stop_from_another_process_cancels_the_turn_and_keeps_its_partial_text(
+    llm: FakeAnthropic, oikos_settings: RunningSim, socket: Connect
+) -> None:
+    session_id = await _session_with_one_turn(llm)
+    frames = await socket(f"/ws/ui/?session={session_id}")
+    await frames.next()
+    llm.enqueue(Reply.text(LONG, chunk=4, delay=0.01))
+    handle = await turn_registry().turn_submit(text="a long one to stop", actor="operator:test", session_id=session_id)
+    await frames.until(lambda f: 'class="stop"' in f)
+    await frames.until(lambda f: "beforeend:#blk-" in f)
+
+    # Another process's registry: it does not own the turn and reaches the owner through the layer.
+    await TurnRegistry().turn_stop(turn_id=handle.turn_id)
+
+    done = await frames.until(_finished(handle.turn_id).search)
+    assert "Stopped." in done and 'class="status status-cancelled"' in done
+    # The Stop button goes away with the turn.
+    assert re.search(r'<div hx-swap-oob="innerHTML:#turn-controls">\s*</div>', done)
+    turn = await database_sync_to_async(Turn.objects.get)(pk=handle.turn_id)
+    assert turn.status == "cancelled"
+    texts = await database_sync_to_async(list)(
+        Message.objects.filter(turn_id=handle.turn_id, role="assistant").values_list("content", flat=True)
+    )
+    partial = texts[-1][0]["text"]
+    assert partial and LONG.startswith(partial) and len(partial) < len(LONG)
+
+
+async def test_the_rail_follows_oikos_and_an_inline_approval_follows_its_execution(
+    llm: FakeAnthropic, oikos_settings: RunningSim, socket: Connect
+) -> None:
+    llm.responder = ExecutionRequester(target="service:jellyfin", action="deploy")
+    handle = await turn_registry().turn_submit(text="deploy jellyfin", actor="operator:test")
+    frames = await socket(f"/ws/ui/?session={handle.session_id}&rail=1")
+    await frames.until(lambda f: "1 degraded" in f and 'hx-swap-oob="innerHTML:#rail"' in f)
+    card = await frames.until(lambda f: "card approval" in f and "service:jellyfin" in f)
+    assert 'data-stage="pending"' in card
+    # Its Approve button submits a form kept outside the transcript (where htmx is disabled).
+    form_id = re.search(r'<form id="(decide-[0-9a-f]{16}-approve)"', frames.text())
+    assert form_id and f'form="{form_id[1]}"' in card
+
+    approval_id = re.search(r"<code>(apr-\d+)</code>", frames.text())[1]
+    oikos = oikos_settings.state.desk
+    await asyncio.to_thread(_approve_in_oikos, oikos_settings, approval_id)
+
+    completed = await frames.until(lambda f: "outerHTML:.apr-" in f and 'data-stage="completed"' in f)
+    assert "approved by alice" in completed
+    assert oikos.approval_get(approval_id).decided_by == "alice"
+    await handle.wait()
+
+
+def _approve_in_oikos(sim: RunningSim, approval_id: str) -> None:
+    import httpx2
+
+    from tests.fakes.oikos_fixtures import OPERATOR_TOKEN
+
+    response = httpx2.post(
+        f"{sim.api_url}/approvals/{approval_id}/approve",
+        json={"operator": "alice"},
+        headers={"Authorization": f"Bearer {OPERATOR_TOKEN}"},
+    )
+    response.raise_for_status()
+
+
+async def test_ids_chosen_by_the_model_never_reach_element_ids(
+    llm: FakeAnthropic, oikos_settings: RunningSim, socket: Connect
+) -> None:
+    session_id = await _session_with_one_turn(llm)
+    frames = await socket(f"/ws/ui/?session={session_id}")
+    await frames.next()
+    hostile = 'toolu_1" onmouseover="alert(1)'
+    llm.enqueue(
+        Reply.tool_use("mcp__oikos__get_entity", {"slug": "<script>alert(1)</script>"}, id=hostile),
+        Reply.text("<img src=x onerror=alert(1)> done"),
+    )
+    handle = await turn_registry().turn_submit(text="hostile", actor="operator:test", session_id=session_id)
+    await frames.until(_finished(handle.turn_id).search)
+
+    sent = frames.text()
+    assert 'onmouseover="alert(1)' not in sent and "<script>alert" not in sent and "<img src=x" not in sent
+    assert re.search(rf'<details class="chip chip-(ok|error)" id="chip-{handle.turn_id}-[0-9a-f]{{16}}"', sent)
+    assert "&lt;img src=x onerror=alert(1)&gt; done" in sent
+
+
+async def test_a_socket_from_another_origin_is_refused(channel_layer: object) -> None:
+    communicator = browser_socket("/ws/ui/", origin=b"http://evil.example")
+    connected, _ = await communicator.connect(timeout=5)
+    assert not connected

@@ -1,0 +1,98 @@
+"""The turn registry: what it publishes to a session's group, and what it answers for its turns."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+import pytest
+from channels.layers import BaseChannelLayer
+
+from agent.engine.events import TextDelta
+from agent.models import AgentSession
+from controlroom.registry import TurnRegistry, session_group, turn_registry
+from oikos_sim.server import RunningSim
+from tests.fakes import FakeAnthropic, Reply
+from tests.fakes.scripted_models import DegradedInvestigator
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+ANSWER = "".join(f"{n % 10}" for n in range(600))
+
+
+async def _listen(layer: BaseChannelLayer, llm: FakeAnthropic) -> tuple[uuid.UUID, str]:
+    """An empty session and a channel listening to its group, as a control room on it would."""
+    session = await AgentSession.objects.acreate(actor="operator:test", origin="ui")
+    channel = await layer.new_channel()
+    await layer.group_add(session_group(session.id), channel)
+    return session.id, channel
+
+
+async def _until_done(layer: BaseChannelLayer, channel: str) -> list[dict[str, Any]]:
+    messages = []
+    while True:
+        message = await layer.receive(channel)
+        messages.append(message)
+        if message["event"]["type"] == "done":
+            return messages
+
+
+async def test_deltas_are_coalesced_numbered_and_each_block_ends_with_its_full_text(
+    channel_layer: BaseChannelLayer, llm: FakeAnthropic, oikos_settings: RunningSim
+) -> None:
+    session_id, channel = await _listen(channel_layer, llm)
+    llm.enqueue(Reply.text(ANSWER, chunk=1))
+    handle = await turn_registry().turn_submit(text="count", actor="operator:test", session_id=session_id)
+
+    messages = await _until_done(channel_layer, channel)
+
+    assert [m["seq"] for m in messages] == list(range(len(messages)))
+    assert messages[0]["event"]["type"] == "turn_start" and messages[0]["event"]["question"] == "count"
+    texts = [m["event"] for m in messages if m["event"]["type"] == "text"]
+    deltas = [e for e in handle.log if isinstance(e, TextDelta)]
+    assert len(deltas) == len(ANSWER)
+    assert len(texts) < len(deltas) / 20, f"{len(texts)} messages for {len(deltas)} deltas"
+    assert "".join(t["text"] for t in texts) == ANSWER
+    ends = [m["event"] for m in messages if m["event"]["type"] == "text_end"]
+    assert ends == [{"type": "text_end", "block": 0, "text": ANSWER}]
+    assert messages[-2]["event"] == ends[0] and messages[-1]["event"]["status"] == "done"
+    # What crosses the layer is plain JSON.
+    assert all(json.loads(json.dumps(m)) == m for m in messages)
+
+
+async def test_tool_events_arrive_in_call_order_between_text_blocks(
+    channel_layer: BaseChannelLayer, llm: FakeAnthropic, oikos_settings: RunningSim
+) -> None:
+    session_id, channel = await _listen(channel_layer, llm)
+    llm.responder = DegradedInvestigator()
+    await turn_registry().turn_submit(text="what's degraded?", actor="operator:test", session_id=session_id)
+
+    kinds = [m["event"]["type"] for m in await _until_done(channel_layer, channel)]
+
+    assert kinds[:5] == ["turn_start", "tool_use", "tool_result", "tool_use", "tool_result"]
+    assert kinds[-2:] == ["text_end", "done"] and set(kinds[5:-2]) == {"text"}
+
+
+async def test_the_owner_answers_a_state_request_with_the_turn_so_far(
+    channel_layer: BaseChannelLayer, llm: FakeAnthropic, oikos_settings: RunningSim
+) -> None:
+    session_id, channel = await _listen(channel_layer, llm)
+    llm.enqueue(Reply.text(ANSWER, chunk=5, delay=0.002))
+    handle = await turn_registry().turn_submit(text="count slowly", actor="operator:test", session_id=session_id)
+    # Wait for some text to be published, then ask as another process would.
+    while True:
+        message = await channel_layer.receive(channel)
+        if message["event"]["type"] == "text":
+            break
+    reply_to = await channel_layer.new_channel()
+    await TurnRegistry().turn_state_request(turn_id=handle.turn_id, reply_to=reply_to)
+
+    state = await channel_layer.receive(reply_to)
+
+    assert state["type"] == "turn.state" and state["start"]["question"] == "count slowly"
+    texts = [e for e in state["events"] if e["type"] == "text"]
+    assert len(texts) == 1, "text of one block is merged into one event"
+    assert ANSWER.startswith(texts[0]["text"]) and state["seq"] >= 1
+    handle.cancel()
+    await handle.wait()

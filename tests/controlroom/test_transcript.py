@@ -1,0 +1,133 @@
+"""A turn as the transcript shows it: folded from live events, or read back from the database."""
+
+from __future__ import annotations
+
+import datetime
+
+import pytest
+from channels.db import database_sync_to_async
+from channels.layers import BaseChannelLayer
+from django.utils import timezone
+
+from agent.models import Turn
+from controlroom import selectors
+from controlroom.registry import turn_registry
+from controlroom.transcript import ApprovalItem, NoticeItem, TextItem, ToolItem, TurnView, turn_view_replay
+from oikos_sim.server import RunningSim
+from tests.fakes import FakeAnthropic, Reply
+from tests.fakes.scripted_models import ExecutionRequester
+
+START = {
+    "type": "turn_start",
+    "turn_id": "0" * 8 + "-0000-0000-0000-" + "0" * 12,
+    "session_id": "1" * 8 + "-1111-1111-1111-" + "1" * 12,
+    "question": "q",
+}
+
+
+def test_events_fold_into_items_in_display_order() -> None:
+    view = turn_view_replay(
+        START,
+        [
+            {"type": "text", "block": 0, "text": "Check"},
+            {"type": "text", "block": 0, "text": "ing."},
+            {"type": "text_end", "block": 0, "text": "Checking."},
+            {
+                "type": "tool_use",
+                "id": "t1",
+                "name": "mcp__oikos__get_entity",
+                "server": "oikos",
+                "tool": "get_entity",
+                "input": {"slug": "a"},
+            },
+            {
+                "type": "tool_result",
+                "tool_use_id": "t1",
+                "name": "x",
+                "is_error": True,
+                "content": "nope",
+                "duration_ms": 7,
+            },
+            {
+                "type": "done",
+                "session_id": "s",
+                "turn_id": "t",
+                "stop_reason": "end_turn",
+                "iterations": 2,
+                "usage": {"input_tokens": 5},
+                "status": "done",
+            },
+        ],
+    )
+    assert [type(item) for item in view.items] == [TextItem, ToolItem]
+    assert view.items[0] == TextItem(block=0, text="Checking.", done=True)
+    tool = view.items[1]
+    assert isinstance(tool, ToolItem) and (tool.done, tool.is_error, tool.result, tool.duration_ms) == (
+        True,
+        True,
+        "nope",
+        7,
+    )
+    assert (view.status, view.iterations, view.usage) == ("done", 2, {"input_tokens": 5})
+
+
+def test_the_full_text_of_a_finished_block_repairs_a_lost_delta() -> None:
+    view = TurnView(turn_id="t", session_id="s", question="q")
+    view.apply({"type": "text", "block": 0, "text": "Hel"})
+    # "lo, " was lost on the way.
+    view.apply({"type": "text", "block": 0, "text": "world"})
+    changes = view.apply({"type": "text_end", "block": 0, "text": "Hello, world"})
+    assert view.items == [TextItem(block=0, text="Hello, world", done=True)]
+    assert [change.kind for change in changes] == ["item_update"]
+
+
+def test_a_cancelled_turn_keeps_its_text_rendered_and_says_so() -> None:
+    view = TurnView(turn_id="t", session_id="s", question="q")
+    view.apply({"type": "text", "block": 0, "text": "Half an ans"})
+    view.apply({"type": "error", "code": "cancelled", "message": "Cancelled by the operator."})
+    changes = view.apply({"type": "done", "status": "cancelled", "stop_reason": "cancelled"})
+    assert view.items[0] == TextItem(block=0, text="Half an ans", done=True)
+    assert isinstance(view.items[1], NoticeItem) and view.items[1].code == "cancelled"
+    assert [change.kind for change in changes] == ["item_update", "finished"]
+    assert not view.running
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_stored_turn_reads_back_with_its_chips_and_the_parked_approval(
+    memory_layer: BaseChannelLayer, llm: FakeAnthropic, oikos_settings: RunningSim
+) -> None:
+    llm.responder = ExecutionRequester(target="service:jellyfin", action="deploy")
+    handle = await turn_registry().turn_submit(text="deploy jellyfin", actor="operator:test")
+    await handle.wait()
+
+    [view] = await _views(handle.session_id)
+
+    assert (view.question, view.status) == ("deploy jellyfin", "done")
+    tool, approval, answer = view.items
+    assert isinstance(tool, ToolItem) and (tool.server, tool.tool, tool.done) == ("oikos", "request_execution", True)
+    assert tool.input["target"] == "service:jellyfin" and '"needs_approval": true' in tool.result.replace(
+        ":true", ": true"
+    )
+    assert isinstance(approval, ApprovalItem) and approval.pending and approval.action == "deploy"
+    assert isinstance(answer, TextItem) and "waiting for an operator" in answer.text
+    assert view.usage["output_tokens"] > 0
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_running_turn_whose_process_died_reads_as_interrupted(
+    memory_layer: BaseChannelLayer, llm: FakeAnthropic, oikos_settings: RunningSim
+) -> None:
+    llm.enqueue(Reply.text("ok"))
+    handle = await turn_registry().turn_submit(text="hello", actor="operator:test")
+    await handle.wait()
+    stale = timezone.now() - datetime.timedelta(hours=1)
+    await Turn.objects.filter(pk=handle.turn_id).aupdate(status="running", heartbeat_at=stale, finished_at=None)
+
+    [view] = await _views(handle.session_id)
+
+    assert view.status == "interrupted"
+    assert isinstance(view.items[-1], NoticeItem) and view.items[-1].code == "interrupted"
+
+
+async def _views(session_id: object) -> list[TurnView]:
+    return await database_sync_to_async(selectors.session_turn_views)(session_id=session_id)

@@ -1,0 +1,111 @@
+"""A scripted model for the control room: one responder that answers whatever the operator asks.
+
+`OperatorModel` reads the latest question of each request and hands the conversation to the
+scripted behaviour that fits it, one instance per turn (so a browser test can ask several
+questions of one model running behind a Daphne subprocess):
+
+- "…degraded…"            → `DegradedInvestigator` (health summary, blast radius, a Markdown answer)
+- "restart <name>"        → `request_execution(service:<name>, restart)`, auto-acted by Oikos
+- "deploy <name>"         → `request_execution(service:<name>, deploy)`, parked for approval
+- "…long…"                → a long answer streamed slowly (for Stop and reload tests)
+- "…hostile…"             → answers and tool arguments carrying script, event-handler, javascript:
+                            and htmx payloads (for the escaping tests)
+- anything else           → a short echo
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from tests.fakes.anthropic_script import Reply
+from tests.fakes.scripted_models import DegradedInvestigator, ExecutionRequester, last_tool_results, offered_tool
+
+HOSTILE_TEXT = (
+    "Careful: <script>window.__pwned = 'script'</script> and "
+    '<img src="/ui/pwned-img" onerror="window.__pwned = \'img\'"> and '
+    "[a link](javascript:window.__pwned='link') and "
+    '<button hx-get="/ui/pwned-htmx" hx-trigger="load">htmx</button> and '
+    '<div hx-swap-oob="innerHTML:#rail">owned</div>. **Bold still works.**'
+)
+# Tool arguments the chip shows; Oikos echoes the unknown slug back in its error.
+HOSTILE_SLUG = "<img src=/ui/pwned-chip onerror=\"window.__pwned='chip'\">"
+HOSTILE_TOOL_ID = 'toolu_x" onmouseover="window.__pwned=1'
+# About 3,000 characters streamed over about 2.5 s: long enough to reload, close or stop mid-answer.
+LONG_ANSWER = " ".join(f"Line {n}: checking the fleet, one service at a time." for n in range(1, 61))
+
+
+def latest_question(request: dict[str, Any]) -> str:
+    """The operator's newest question: the last user text that is not a Hermes note."""
+    for message in reversed(request.get("messages", [])):
+        if message.get("role") != "user":
+            continue
+        content = message.get("content")
+        texts = (
+            [content] if isinstance(content, str) else [b.get("text", "") for b in content if b.get("type") == "text"]
+        )
+        for text in texts:
+            if text and not text.startswith("[Hermes:"):
+                return str(text)
+    return ""
+
+
+@dataclass
+class Hostile:
+    def __call__(self, request: dict[str, Any]) -> Reply:
+        if not last_tool_results(request) and request.get("tools"):
+            return Reply.tool_use(offered_tool(request, "get_entity"), {"slug": HOSTILE_SLUG}, id=HOSTILE_TOOL_ID)
+        return Reply.text(HOSTILE_TEXT, chunk=20)
+
+
+@dataclass
+class LongAnswer:
+    delay: float = 0.02
+    chunk: int = 24
+
+    def __call__(self, request: dict[str, Any]) -> Reply:
+        return Reply.text(LONG_ANSWER, chunk=self.chunk, delay=self.delay)
+
+
+@dataclass
+class Echo:
+    def __call__(self, request: dict[str, Any]) -> Reply:
+        return Reply.text(f"You said: {latest_question(request)}", chunk=10)
+
+
+def _behaviour_for(question: str, *, delay: float) -> Callable[[dict[str, Any]], Reply]:
+    lowered = question.lower()
+    if "degraded" in lowered:
+        return DegradedInvestigator(chunk=6, delay=delay)
+    action = re.search(r"\b(restart|deploy)\s+([a-z0-9-]+)", lowered)
+    if action:
+        return ExecutionRequester(target=f"service:{action.group(2)}", action=action.group(1), delay=delay)
+    if "long" in lowered:
+        return LongAnswer()
+    if "hostile" in lowered:
+        return Hostile()
+    return Echo()
+
+
+@dataclass
+class OperatorModel:
+    """Dispatches each request to the behaviour of its question; thread-safe (the fake's thread).
+
+    A request without tool results starts a turn and gets a fresh behaviour; the requests that
+    follow in that turn (carrying tool results) go to the same one.
+    """
+
+    delay: float = 0.01
+    _turns: dict[str, Callable[[dict[str, Any]], Reply]] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __call__(self, request: dict[str, Any]) -> Reply:
+        question = latest_question(request)
+        with self._lock:
+            behaviour = self._turns.get(question)
+            if behaviour is None or not last_tool_results(request):
+                behaviour = self._turns[question] = _behaviour_for(question, delay=self.delay)
+        return behaviour(request)
