@@ -7,8 +7,8 @@ It can do what a browser library hides and these tests need: connect from a chos
 from __future__ import annotations
 
 import base64
-import contextlib
 import os
+import select
 import socket
 import struct
 from dataclasses import dataclass
@@ -19,6 +19,10 @@ from urllib.parse import urlsplit
 class Handshake:
     status: int
     connection: socket.socket
+    # Bytes the server sent that nobody has read yet (frames that arrived while we were sending).
+    received: bytes = b""
+    # The server ended the TCP connection.
+    ended: bool = False
 
     def close(self) -> None:
         self.connection.close()
@@ -59,8 +63,11 @@ def websocket_open(
     return Handshake(status=status, connection=connection)
 
 
-def websocket_send_text(handshake: Handshake, payload: bytes) -> None:
-    """One masked text frame carrying `payload` (a client must mask), however large."""
+def websocket_send_text(handshake: Handshake, payload: bytes) -> int:
+    """Send one masked text frame carrying `payload` (a client must mask), however large.
+
+    Returns how many bytes went out before the server ended the connection (all of them if it didn't).
+    """
     mask = os.urandom(4)
     length = len(payload)
     if length < 126:
@@ -72,31 +79,59 @@ def websocket_send_text(handshake: Handshake, payload: bytes) -> None:
     # One XOR over the whole payload as an integer: fast even for 10 MB.
     key = (mask * (length // 4 + 1))[:length]
     masked = (int.from_bytes(payload, "big") ^ int.from_bytes(key, "big")).to_bytes(length, "big")
-    # The server may close the connection as soon as it has read the frame header.
-    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-        handshake.connection.sendall(header + mask + masked)
+    # Sent in pieces, reading whatever the server says meanwhile: a server that refuses the frame
+    # closes after reading its header, and the reset that follows unread data would otherwise
+    # swallow its close frame.
+    data = header + mask + masked
+    sent = 0
+    while sent < len(data):
+        while select.select([handshake.connection], [], [], 0)[0]:
+            try:
+                chunk = handshake.connection.recv(65536)
+            except ConnectionResetError:
+                chunk = b""
+            handshake.received += chunk
+            if not chunk:
+                handshake.ended = True
+                return sent
+            if _close_frame_in(handshake.received) is not None:
+                return sent
+        try:
+            sent += handshake.connection.send(data[sent : sent + 65536])
+        except (BrokenPipeError, ConnectionResetError):
+            handshake.ended = True
+            return sent
+    return sent
 
 
 def websocket_close_code(handshake: Handshake) -> int | None:
-    """Read frames until the server's close frame; its status code (None if the socket just ended)."""
-    buffer = b""
+    """Wait for the server to end the socket: the code of its close frame, or None when it dropped
+    the TCP connection without one. Raises `TimeoutError` when the socket stays open."""
     while True:
+        code = _close_frame_in(handshake.received)
+        if code is not None or handshake.ended:
+            return code
         try:
             chunk = handshake.connection.recv(65536)
-        except (ConnectionResetError, TimeoutError):
-            return None
+        except ConnectionResetError:
+            chunk = b""
         if not chunk:
+            handshake.ended = True
+        handshake.received += chunk
+
+
+def _close_frame_in(buffer: bytes) -> int | None:
+    """The status code of the first close frame in `buffer` (server frames are not masked)."""
+    while len(buffer) >= 2:
+        opcode, length = buffer[0] & 0x0F, buffer[1] & 0x7F
+        offset = 2
+        if length == 126:
+            length, offset = struct.unpack("!H", buffer[2:4])[0], 4
+        elif length == 127:
+            length, offset = struct.unpack("!Q", buffer[2:10])[0], 10
+        if len(buffer) < offset + length:
             return None
-        buffer += chunk
-        while len(buffer) >= 2:
-            opcode, length = buffer[0] & 0x0F, buffer[1] & 0x7F
-            offset = 2
-            if length == 126:
-                length, offset = struct.unpack("!H", buffer[2:4])[0], 4
-            elif length == 127:
-                length, offset = struct.unpack("!Q", buffer[2:10])[0], 10
-            if len(buffer) < offset + length:
-                break
-            payload, buffer = buffer[offset : offset + length], buffer[offset + length :]
-            if opcode == 0x8:
-                return struct.unpack("!H", payload[:2])[0] if len(payload) >= 2 else None
+        payload, buffer = buffer[offset : offset + length], buffer[offset + length :]
+        if opcode == 0x8:
+            return struct.unpack("!H", payload[:2])[0] if len(payload) >= 2 else 1005
+    return None

@@ -17,12 +17,24 @@ HTTP_SURFACES: list[tuple[str, str]] = [
     ("GET", f"/sessions/{SESSION}"),
     ("POST", "/query"),
     ("GET", "/openapi.json"),
+    ("GET", "/"),
+    ("GET", "/ui/"),
+    ("GET", f"/ui/s/{SESSION}/"),
+    ("POST", "/ui/ask/"),
+    ("POST", f"/ui/turns/{SESSION}/stop/"),
+    ("POST", "/ui/drawer/new/"),
+    ("GET", "/ui/sessions/"),
+    ("GET", "/ui/sessions/nav/"),
+    ("GET", "/ui/ledger/"),
+    ("GET", "/ui/approvals/"),
+    ("POST", "/ui/approvals/decide/"),
 ]
 
 # Paths served without an identity (probes, the login form); still mesh-only.
 PUBLIC_HTTP_SURFACES: list[tuple[str, str]] = [
     ("GET", "/healthz"),
     ("GET", "/accounts/login/"),
+    ("GET", "/metrics"),
 ]
 
 # The A2A routes, mounted in front of Django: they check their own pairing tokens.
@@ -34,4 +46,4 @@ A2A_SURFACES: list[tuple[str, str]] = [
 ]
 
 # Every websocket path.
-WEBSOCKET_SURFACES: list[str] = []
+WEBSOCKET_SURFACES: list[str] = ["/ws/ui/", "/ws/ui/?rail=1"]

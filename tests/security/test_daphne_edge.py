@@ -13,7 +13,7 @@ import httpx2
 import pytest
 
 from tests.fakes.daphne import DaphneServer, LiveDatabase
-from tests.security.raw_websocket import websocket_open
+from tests.security.raw_websocket import websocket_close_code, websocket_open, websocket_send_text
 from tests.security.surfaces import A2A_SURFACES, HTTP_SURFACES, PUBLIC_HTTP_SURFACES, WEBSOCKET_SURFACES
 
 INSIDE = "127.0.0.1"
@@ -53,3 +53,28 @@ def test_a_websocket_from_outside_is_refused_at_the_handshake(hermes: DaphneServ
         assert handshake.status == 403
     finally:
         handshake.close()
+
+
+def test_the_control_room_socket_opens_from_inside_and_only_from_its_own_origin(hermes: DaphneServer) -> None:
+    for origin, status in [(hermes.url, 101), ("http://evil.example", 403), (None, 403)]:
+        handshake = websocket_open(hermes.url, "/ws/ui/", origin=origin, source=INSIDE)
+        try:
+            assert handshake.status == status, origin
+        finally:
+            handshake.close()
+
+
+def test_a_10_mb_websocket_frame_ends_the_socket_before_it_is_read(hermes: DaphneServer) -> None:
+    """Daphne reads the frame's header, sees more than its 1 MiB limit and drops the connection
+    (autobahn fails a connection by dropping it); the frame never reaches Hermes."""
+    payload = b"a" * (10 * 1024 * 1024)
+    handshake = websocket_open(hermes.url, "/ws/ui/", origin=hermes.url, source=INSIDE)
+    try:
+        assert handshake.status == 101
+        sent = websocket_send_text(handshake, payload)
+        assert websocket_close_code(handshake) in (None, 1009)  # dropped, or closed as "message too big"
+        assert sent < len(payload), "the server read the whole 10 MB frame"
+    finally:
+        handshake.close()
+    with _client(INSIDE) as inside:
+        assert inside.get(f"{hermes.url}/accounts/login/").status_code == 200, "and it goes on serving"

@@ -2,10 +2,12 @@
 
 Hermes runs in a real Daphne process with the scripted model and two MCP servers: the mini Oikos
 (bearer token) and a careless diagnostics server whose tools answer with the Oikos token, the model
-API key and a value named in HERMES_REDACT — as text, as structured content and in an error. Three
-turns go through `/chat`: one calling those tools, one whose model call fails with an error quoting
-the API key, and one whose question pastes a secret. Then every place an operator or an attacker
-could look is searched for the values.
+API key, the control room's Oikos REST token and a value named in HERMES_REDACT — as text, as
+structured content and in an error. Three turns go through `/chat`: one calling those tools, one
+whose model call fails with an error quoting the API key, and one whose question pastes a secret.
+Then every place an operator or an attacker could look is searched for the values: the model's
+requests, the streams, the API, the admin and the control room's pages, every table of the
+database, and the server's log.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from collections.abc import Iterator
 import httpx2
 import pytest
 
+from oikos_sim.server import RunningSim, serve_in_thread
 from tests.fakes import FakeAnthropic, Reply, text, tool_use
 from tests.fakes.daphne import DaphneServer, LiveDatabase
 from tests.fakes.mcp_fixtures import REPO_ROOT
@@ -31,9 +34,15 @@ class Secrets:
         self.model_key = f"sk-ant-leaktest-{secrets.token_hex(12)}"
         self.oikos_token = f"oikos-mcp-{secrets.token_hex(12)}"
         self.paperless = f"paperless-{secrets.token_hex(12)}"
+        self.oikos_api_token = f"oikos-rest-{secrets.token_hex(12)}"
 
     def all(self) -> dict[str, str]:
-        return {"model_key": self.model_key, "oikos_token": self.oikos_token, "paperless": self.paperless}
+        return {
+            "model_key": self.model_key,
+            "oikos_token": self.oikos_token,
+            "paperless": self.paperless,
+            "oikos_api_token": self.oikos_api_token,
+        }
 
 
 def _leaks(where: str, text: str, values: dict[str, str]) -> list[str]:
@@ -60,6 +69,14 @@ def oikos(known: Secrets) -> Iterator[MCPTestServer]:
 
 
 @pytest.fixture(scope="module")
+def oikos_rest(known: Secrets) -> Iterator[RunningSim]:
+    """oikos_sim for the control room's REST side, with the control room's token ours alone."""
+    tokens = {"agent:hermes": f"agent-{secrets.token_hex(12)}", "service:hermes-controlroom": known.oikos_api_token}
+    with serve_in_thread(execution_seconds=0.2, tokens=tokens) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
 def database(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveDatabase]:
     """A database of this module's own, so the scan sees only what these turns wrote."""
     database = LiveDatabase.create(tmp_path_factory.mktemp("leaks"), name="leaks")
@@ -72,6 +89,7 @@ def hermes(
     known: Secrets,
     model: FakeAnthropic,
     oikos: MCPTestServer,
+    oikos_rest: RunningSim,
     database: LiveDatabase,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[DaphneServer]:
@@ -89,6 +107,8 @@ def hermes(
     env = {
         **model.env(),
         "HERMES_MCP_CONFIG": str(directory / "mcp.json"),
+        "OIKOS_API_URL": oikos_rest.api_url,
+        "OIKOS_API_TOKEN": known.oikos_api_token,
         "PAPERLESS_PHRASE": known.paperless,
         "HERMES_REDACT": "PAPERLESS_PHRASE",
         # Everything Hermes can log, tool output previews included.
@@ -131,7 +151,7 @@ def test_the_tools_really_leaked_and_hermes_redacted_what_they_said(
 ) -> None:
     """Without this, the other tests could pass because no secret was ever produced."""
     tool_results = json.dumps(model.requests[1].body["messages"][-1])
-    assert tool_results.count(REDACTED) >= 4
+    assert tool_results.count(REDACTED) >= 5
     assert f"upstream refused the key {REDACTED}: 401 Unauthorized" in tool_results
     assert "agent:hermes" in tool_results, "ordinary output passes untouched"
     assert '"event": "error"' in turns["model_error"] or "event: error" in turns["model_error"]
@@ -151,10 +171,11 @@ def test_nothing_reaches_a_page_or_a_stream(turns: dict[str, str], hermes: Daphn
     for name, stream in turns.items():
         leaks += _leaks(f"/chat stream {name}", stream, known.all())
     sessions = httpx2.get(f"{hermes.url}/sessions", timeout=10).json()["sessions"]
-    pages = {"/sessions": json.dumps(sessions), "/admin/agent/activity/": ""}
+    pages = {"/sessions": json.dumps(sessions), "/admin/agent/activity/": "", "/ui/ledger/": "", "/ui/approvals/": ""}
     for session in sessions:
         pages[f"/sessions/{session['id']}"] = ""
         pages[f"/admin/agent/agentsession/{session['id']}/change/"] = ""
+        pages[f"/ui/s/{session['id']}/"] = ""
     for path in pages:
         response = httpx2.get(f"{hermes.url}{path}", timeout=10)
         assert response.status_code == 200, path
