@@ -37,8 +37,10 @@ PROXY_HEADERS: Final = (USERNAME_HEADER, EMAIL_HEADER, GROUPS_HEADER)
 _USERNAME = re.compile(r"[\w.@+-]{1,150}")
 _EMAIL = re.compile(r"[^@\s]{1,64}@[^@\s]{1,189}")
 
-# Paths (relative to HERMES_URL_PREFIX) that answer without an identity: probes, and the login form.
-PUBLIC_PATHS: Final = frozenset({"/healthz", "/metrics", "/accounts/login/"})
+# Paths (relative to HERMES_URL_PREFIX) that answer without an identity: the probes, and in
+# `django` mode the login form.
+PROBE_PATHS: Final = frozenset({"/healthz", "/metrics"})
+LOGIN_PATH: Final = "/accounts/login/"
 
 
 @dataclass(frozen=True)
@@ -121,7 +123,7 @@ def identity_decide(*, peer: str | None, headers: Mapping[str, str]) -> Decision
 
 def identity_is_public(path: str) -> bool:
     """Whether `path` (without the URL prefix) may be served to a connection without an identity."""
-    return path in PUBLIC_PATHS
+    return path in PROBE_PATHS or (path == LOGIN_PATH and settings.HERMES_AUTH == "django")
 
 
 def proxy_headers_from_pairs(pairs: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:

@@ -69,11 +69,13 @@ def request_identify(request: HttpRequest) -> HttpResponseBase | None:
             return None
         return refusal_response(403, decision.code, decision.message)
     if decision is FROM_SESSION:
+        if public:
+            return None  # the probes answer without the database; the login form reads the session itself
         try:
             identity = identity_from_user(request.user)
         except OperationalError as exc:
             return _database_unavailable(exc)
-        if identity is None and not public:
+        if identity is None:
             return _sign_in_required(request)
         request.operator = identity  # type: ignore[attr-defined]
         return None

@@ -299,8 +299,10 @@ SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if HERMES_TRUSTED_
 SESSION_COOKIE_SECURE = PRODUCTION
 CSRF_COOKIE_SECURE = PRODUCTION
 SECURE_SSL_REDIRECT = PRODUCTION
-# Container health checks and Prometheus talk plain HTTP to the process itself.
-SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^metrics$"]
+# Container health checks and Prometheus talk plain HTTP to the process itself (with or without
+# the URL prefix, as a proxy may forward it).
+_PREFIX_PATTERN = f"(?:{re.escape(HERMES_URL_PREFIX.strip('/'))}/)?" if HERMES_URL_PREFIX else ""
+SECURE_REDIRECT_EXEMPT = [rf"^{_PREFIX_PATTERN}healthz$", rf"^{_PREFIX_PATTERN}metrics$"]
 SECURE_HSTS_SECONDS = env_int("HERMES_HSTS_SECONDS", 31_536_000 if PRODUCTION else 0, minimum=0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = SECURE_HSTS_SECONDS > 0
 # `preload` only permits submitting the domain to browsers' preload lists; it submits nothing.

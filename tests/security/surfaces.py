@@ -30,7 +30,7 @@ HTTP_SURFACES: list[tuple[str, str]] = [
     ("POST", "/ui/approvals/decide/"),
 ]
 
-# Paths served without an identity (probes, the login form); still mesh-only.
+# Paths served without an identity (the probes; the login form in `django` mode); still mesh-only.
 PUBLIC_HTTP_SURFACES: list[tuple[str, str]] = [
     ("GET", "/healthz"),
     ("GET", "/accounts/login/"),

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from pytest_django.fixtures import Settings
 
 from tests.security.asgi_client import http
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-PAGES = ["/admin/", "/accounts/login/", "/no-such-page"]
+PAGES = ["/admin/", "/ui/", "/openapi.json", "/no-such-page"]
 
 
 def _directives(policy: str) -> dict[str, str]:
@@ -39,7 +40,7 @@ async def test_framing_sniffing_and_referrers_are_denied(path: str) -> None:
     assert response.headers["cross-origin-opener-policy"] == "same-origin"
 
 
-async def test_the_login_page_keeps_to_the_policy() -> None:
+async def test_the_login_page_keeps_to_the_policy(django_mode: Settings) -> None:
     """No inline script or style that the policy would block (and a browser would then break on)."""
     page = (await http("/accounts/login/")).text
 

@@ -4,10 +4,13 @@ production without what it needs."""
 from __future__ import annotations
 
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
+import httpx2
 import pytest
 
+from tests.fakes.daphne import DaphneServer
 from tests.security.subprocesses import REPO_ROOT, clean_environment, manage
 
 # The README's production example ("Security" section), with a key of the documented kind.
@@ -93,3 +96,18 @@ def test_development_needs_no_configuration_and_keeps_a_private_key(tmp_path: Pa
     code = "from django.conf import settings; print(settings.SECRET_KEY)"
     again = manage("shell", "-c", code, env=clean_environment(tmp_path))
     assert again.stdout.strip().splitlines()[-1] == key_file.read_text().strip(), "the same key on every start"
+
+
+def test_production_redirects_browsers_to_https_but_answers_probes_over_http(
+    daphne_server: Callable[..., DaphneServer],
+) -> None:
+    """As the container runs it: plain HTTP on its own port, the proxy's prefix forwarded or not."""
+    env = {**PRODUCTION, "HERMES_ALLOWED_HOSTS": "127.0.0.1", "HERMES_BIND": "127.0.0.1"}
+    hermes = daphne_server(env=env)
+
+    for path in ("/healthz", "/agent/healthz", "/metrics", "/agent/metrics"):
+        assert httpx2.get(f"{hermes.url}{path}").status_code in (200, 503), path
+    for path in ("/sessions", "/agent/ui/"):
+        response = httpx2.get(f"{hermes.url}{path}")
+        assert response.status_code == 301, path
+        assert response.headers["location"].startswith("https://127.0.0.1:"), path

@@ -46,7 +46,7 @@ async def test_a_websocket_from_outside_the_allowed_networks_is_closed_before_it
 
 @pytest.mark.parametrize("peer", ["127.0.0.1", "127.8.8.8", "::1", MESH_PEER, "::ffff:100.64.0.1"])
 async def test_loopback_and_the_mesh_are_allowed_by_default(peer: str) -> None:
-    response = await http("/accounts/login/", peer=peer)
+    response = await http("/openapi.json", peer=peer)
 
     assert response.status == 200
 
@@ -60,9 +60,9 @@ async def test_a_connection_without_a_peer_address_is_refused() -> None:
 async def test_the_allowed_networks_come_from_settings(settings: Settings) -> None:
     settings.HERMES_ALLOWED_CIDRS = ["192.168.1.0/24"]
 
-    assert (await http("/accounts/login/", peer="192.168.1.20")).status == 200
-    assert (await http("/accounts/login/", peer=MESH_PEER)).status == 403
-    assert (await http("/accounts/login/", peer="127.0.0.1")).status == 403
+    assert (await http("/openapi.json", peer="192.168.1.20")).status == 200
+    assert (await http("/openapi.json", peer=MESH_PEER)).status == 403
+    assert (await http("/openapi.json", peer="127.0.0.1")).status == 403
 
 
 async def test_the_trusted_proxy_may_connect_even_outside_the_allowed_networks(proxy_mode: Settings) -> None:
@@ -90,16 +90,19 @@ class TestForwardedProto:
         return application_build()
 
     async def test_from_the_trusted_proxy_it_is_believed(self, behind_tls: Any) -> None:
-        response = await http(
-            "/accounts/login/", peer=TRUSTED_PROXY, headers=[("X-Forwarded-Proto", "https")], app=behind_tls
-        )
+        headers = [*proxy_headers("alice"), ("X-Forwarded-Proto", "https")]
+
+        response = await http("/openapi.json", peer=TRUSTED_PROXY, headers=headers, app=behind_tls)
 
         assert response.status == 200
 
     async def test_from_anyone_else_it_is_ignored(self, behind_tls: Any) -> None:
-        response = await http(
-            "/accounts/login/", peer=MESH_PEER, headers=[("X-Forwarded-Proto", "https")], app=behind_tls
-        )
+        response = await http("/openapi.json", peer=MESH_PEER, headers=[("X-Forwarded-Proto", "https")], app=behind_tls)
 
         assert response.status == 301
-        assert response.headers["location"] == "https://localhost/accounts/login/"
+        assert response.headers["location"] == "https://localhost/openapi.json"
+
+    async def test_probes_are_answered_over_plain_http(self, behind_tls: Any) -> None:
+        for path in ("/healthz", "/metrics"):
+            response = await http(path, peer="127.0.0.1", app=behind_tls)
+            assert response.status in (200, 503), path
