@@ -221,6 +221,10 @@ class TurnRegistry:
             except asyncio.CancelledError:
                 raise
             except Exception:
+                if _cancelling():
+                    # redis-py turns a cancellation that lands mid-read into its own TimeoutError;
+                    # listening again would swallow the cancel and hang whoever awaits this task.
+                    raise asyncio.CancelledError from None
                 logger.exception("The turn registry's control channel failed; listening again shortly")
                 await asyncio.sleep(CONTROL_RETRY_SECONDS)
                 continue
@@ -240,12 +244,20 @@ class TurnRegistry:
         return task
 
 
+def _cancelling() -> bool:
+    """Whether the running task has been asked to stop (even if a library masked the cancel)."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
 async def _quietly(awaitable: Any) -> None:
     try:
         await awaitable
     except asyncio.CancelledError:
         raise
     except Exception:
+        if _cancelling():
+            raise asyncio.CancelledError from None
         logger.exception("A channel layer operation of the turn registry failed")
 
 
