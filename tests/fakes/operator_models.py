@@ -36,6 +36,9 @@ HOSTILE_SLUG = "<img src=/ui/pwned-chip onerror=\"window.__pwned='chip'\">"
 HOSTILE_TOOL_ID = 'toolu_x" onmouseover="window.__pwned=1'
 # About 3,000 characters streamed over about 2.5 s: long enough to reload, close or stop mid-answer.
 LONG_ANSWER = " ".join(f"Line {n}: checking the fleet, one service at a time." for n in range(1, 61))
+# Ten times longer (about 25 s): questions that will be stopped get it, so that Stop lands mid-answer
+# however slow the machine is.
+STOPPABLE_ANSWER = " ".join(f"Line {n}: checking the fleet, one service at a time." for n in range(1, 601))
 
 
 def latest_question(request: dict[str, Any]) -> str:
@@ -65,9 +68,10 @@ class Hostile:
 class LongAnswer:
     delay: float = 0.02
     chunk: int = 24
+    text: str = LONG_ANSWER
 
     def __call__(self, request: dict[str, Any]) -> Reply:
-        return Reply.text(LONG_ANSWER, chunk=self.chunk, delay=self.delay)
+        return Reply.text(self.text, chunk=self.chunk, delay=self.delay)
 
 
 @dataclass
@@ -83,6 +87,8 @@ def _behaviour_for(question: str, *, delay: float) -> Callable[[dict[str, Any]],
     action = re.search(r"\b(restart|deploy)\s+([a-z0-9-]+)", lowered)
     if action:
         return ExecutionRequester(target=f"service:{action.group(2)}", action=action.group(1), delay=delay)
+    if "long" in lowered and "stop" in lowered:
+        return LongAnswer(text=STOPPABLE_ANSWER)
     if "long" in lowered:
         return LongAnswer()
     if "hostile" in lowered:

@@ -11,7 +11,7 @@ from playwright.sync_api import Browser, expect
 from tests.controlroom.browser.conftest import Stack, watch
 from tests.controlroom.browser.steps import SESSION_URL, ask, last_turn
 from tests.controlroom.live import LiveHermes
-from tests.fakes.operator_models import LONG_ANSWER
+from tests.fakes.operator_models import STOPPABLE_ANSWER
 
 pytestmark = pytest.mark.e2e
 
@@ -31,7 +31,7 @@ def test_a_turn_running_in_one_process_is_followed_and_stopped_from_another(
 ) -> None:
     first = watch(browser.new_context(base_url=stack.url, color_scheme="dark").new_page())
     first.page.goto("/ui/")
-    ask(first.page, "a long report for two processes")
+    ask(first.page, "a long report for two processes, to stop")
     expect(first.page).to_have_url(SESSION_URL)
     expect(last_turn(first.page).locator(".text.streaming")).to_contain_text("Line 2:")
     path = first.page.url.removeprefix(stack.url)
@@ -47,6 +47,6 @@ def test_a_turn_running_in_one_process_is_followed_and_stopped_from_another(
         finished = last_turn(page.page)
         expect(finished.locator(".turn-foot .status")).to_have_text("cancelled")
         partial = finished.locator(".text.md").inner_text().strip()
-        assert LONG_ANSWER.startswith(partial) and len(partial) < len(LONG_ANSWER)
+        assert STOPPABLE_ANSWER.startswith(partial) and len(partial) < len(STOPPABLE_ANSWER)
         page.assert_clean()
         page.page.context.close()

@@ -8,7 +8,7 @@ from playwright.sync_api import Browser, expect
 
 from tests.controlroom.browser.conftest import Stack, Watched, watch
 from tests.controlroom.browser.steps import SESSION_URL, ask, last_turn, poll, wait_done
-from tests.fakes.operator_models import LONG_ANSWER
+from tests.fakes.operator_models import LONG_ANSWER, STOPPABLE_ANSWER
 
 pytestmark = pytest.mark.e2e
 
@@ -66,7 +66,7 @@ def test_stop_cancels_a_long_turn_keeps_the_partial_answer_and_the_next_question
     expect(turn.locator(".turn-foot .status")).to_have_text("cancelled")
     expect(turn.locator(".notice")).to_contain_text("Stopped.")
     partial = turn.locator(".text.md").inner_text().strip()
-    assert partial and LONG_ANSWER.startswith(partial) and len(partial) < len(LONG_ANSWER)
+    assert partial and STOPPABLE_ANSWER.startswith(partial) and len(partial) < len(STOPPABLE_ANSWER)
     expect(browser_page.locator("#turn-controls button")).to_have_count(0)
 
     ask(browser_page, "are you still there?")
