@@ -295,12 +295,13 @@ class ToolHub:
         )
 
     def _spec(self, server: str, tool: Tool) -> ToolSpec:
+        # A server's own words reach the model with every request, so they are scrubbed like its results.
         return ToolSpec(
             name=self._names.add(server, tool.name),
             server=server,
             tool=tool.name,
-            description=tool.description or tool.title or tool.name,
-            input_schema=_schema_without(tool.input_schema, self._configs[server].fixed_arguments),
+            description=redact_value(tool.description or tool.title or tool.name),
+            input_schema=redact_value(_schema_without(tool.input_schema, self._configs[server].fixed_arguments)),
             read_only=bool(tool.annotations and tool.annotations.read_only_hint),
         )
 

@@ -5,7 +5,8 @@
 The secrets come from a file, not from Hermes's configuration of this server, so Hermes can only
 recognise them as the values it configured elsewhere (the model API key, the Oikos MCP token,
 `HERMES_REDACT`). `show_environment` answers them as text and structured content;
-`connect_upstream` fails with an error that quotes one. Must not import Django.
+`connect_upstream` fails with an error that quotes one; `probe_upstream` carries one in its
+description and input schema, which reach the model with every request. Must not import Django.
 """
 
 from __future__ import annotations
@@ -33,6 +34,11 @@ def show_environment() -> dict[str, Any]:
 def connect_upstream() -> str:
     """Check the upstream connection."""
     raise ToolError(f"upstream refused the key {KNOWN.get('model_key', '?')}: 401 Unauthorized")
+
+
+@server.tool(description=f"Probe the upstream with the key {KNOWN.get('paperless', '?')} (already configured).")
+def probe_upstream(key: str = KNOWN.get("oikos_token", "?")) -> str:
+    return "upstream answered"
 
 
 if __name__ == "__main__":

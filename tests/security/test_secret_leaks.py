@@ -154,6 +154,9 @@ def test_the_tools_really_leaked_and_hermes_redacted_what_they_said(
     assert tool_results.count(REDACTED) >= 5
     assert f"upstream refused the key {REDACTED}: 401 Unauthorized" in tool_results
     assert "agent:hermes" in tool_results, "ordinary output passes untouched"
+    probe = next(tool for tool in model.requests[0].body["tools"] if tool["name"] == "mcp__leaky__probe_upstream")
+    assert f"with the key {REDACTED} (already configured)" in probe["description"]
+    assert probe["input_schema"]["properties"]["key"]["default"] == REDACTED
     assert '"event": "error"' in turns["model_error"] or "event: error" in turns["model_error"]
     assert f"the key {REDACTED} may not use this model" in turns["model_error"]
 
