@@ -138,6 +138,18 @@ def session_detail(*, session_id: uuid.UUID) -> SessionDetail | None:
     return SessionDetail(session=_summary(session, len(turns)), turns=turns, messages=messages)
 
 
+@dataclass(frozen=True)
+class TurnStatus:
+    id: uuid.UUID
+    session_id: uuid.UUID
+    status: str
+
+
+def turn_status(*, turn_id: uuid.UUID) -> TurnStatus | None:
+    row = Turn.objects.filter(pk=turn_id).values_list("session_id", "status").first()
+    return None if row is None else TurnStatus(id=turn_id, session_id=row[0], status=row[1])
+
+
 def _summary(session: AgentSession, turn_count: int) -> SessionSummary:
     return SessionSummary(
         id=session.id,

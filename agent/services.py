@@ -24,6 +24,14 @@ class SessionNotFound(Exception):
         self.session_id = session_id
 
 
+class SessionBusy(Exception):
+    """A turn of the session is still running: a second one would interleave their messages."""
+
+    def __init__(self, session_id: object) -> None:
+        super().__init__(f"a turn of session {session_id} is still running")
+        self.session_id = session_id
+
+
 @dataclass(frozen=True)
 class TurnBegun:
     session_id: uuid.UUID
@@ -83,6 +91,9 @@ def turn_begin(
 
     The question is committed first so that nothing the operator typed is lost if the model, a
     tool or the process fails afterwards.
+
+    Raises `SessionNotFound`, or `SessionBusy` while another turn of the session runs (a turn
+    whose process died stops counting once its heartbeat is `stale_after` seconds old).
     """
     # Turns orphaned by a process that died (Daphne's SIGTERM skips their clean-up) are closed
     # here, by whichever process starts the next turn: any process may hold the others' turns.
@@ -96,6 +107,10 @@ def turn_begin(
         if found is None:
             raise SessionNotFound(session_id)
         session = found
+        # Under the session's row lock (PostgreSQL): of two questions racing into one session,
+        # exactly one starts a turn. One turn at a time keeps the history a valid conversation.
+        if session.turns.filter(status=Turn.Status.RUNNING).exists():
+            raise SessionBusy(session_id)
         _session_repair(session)
         if not session.title:
             session.title = session_title_from(text)

@@ -2,7 +2,7 @@
 
 The socket only ever speaks server → browser (questions, Stop and decisions are plain POSTs with
 CSRF), so a consumer is a renderer: it folds the messages it is sent into `TurnView`s and sends
-htmx out-of-band swaps. It never runs a turn; the registry does (see `controlroom.registry`).
+htmx out-of-band swaps. It never runs a turn; the registry does (see `agent.live`).
 
 Consistency on (re)connect: the consumer joins the session's group *before* reading the database,
 so nothing published afterwards is missed. A turn still running is first drawn from the database,
@@ -23,10 +23,10 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from agent import metrics
+from agent.live import session_group, turn_registry
 from controlroom import fragments, selectors
 from controlroom.identity import operator_name
 from controlroom.rail import ApprovalState
-from controlroom.registry import session_group, turn_registry
 from controlroom.relay import OikosRelay, oikos_relay
 from controlroom.transcript import ApprovalItem, Change, TurnView, turn_view_replay
 

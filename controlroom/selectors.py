@@ -44,13 +44,6 @@ def session_title(*, session_id: uuid.UUID) -> str:
     return AgentSession.objects.filter(pk=session_id).values_list("title", flat=True).first() or ""
 
 
-def session_running_turn(*, session_id: uuid.UUID) -> bool:
-    """Whether a turn of the session is still running in a live process."""
-    return any(
-        not _turn_is_stale(turn) for turn in Turn.objects.filter(session_id=session_id, status=Turn.Status.RUNNING)
-    )
-
-
 def sessions_recent(*, query: str = "", limit: int = 30) -> list[SessionRow]:
     """Sessions, most recently active first; `query` matches the title or the start of the id."""
     sessions = AgentSession.objects.order_by("-last_active_at")

@@ -18,6 +18,8 @@ class ExchangeView:
     reply: str
     state: str  # working, completed, failed, canceled, rejected
     error: str
+    # The Hermes turn answering it, once started.
+    turn_id: uuid.UUID | None = None
 
     @property
     def finished(self) -> bool:
@@ -43,6 +45,7 @@ def inbound_last_exchange(*, peer: str, dialect: str, external_id: str) -> Excha
         reply=exchange.reply,
         state=exchange.state,
         error=exchange.error,
+        turn_id=exchange.turn_id,
     )
 
 

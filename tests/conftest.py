@@ -8,7 +8,12 @@ import pytest
 from channels.db import database_sync_to_async
 from django.db import connections
 
-pytest_plugins = ["tests.fakes.fixtures", "tests.fakes.mcp_fixtures", "tests.fakes.oikos_fixtures"]
+pytest_plugins = [
+    "tests.fakes.fixtures",
+    "tests.fakes.mcp_fixtures",
+    "tests.fakes.oikos_fixtures",
+    "tests.fakes.channel_layers",
+]
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -39,8 +39,11 @@ _JSON_TYPE_NAMES: dict[type, str] = {
 }
 
 
-def json_object_read(request: HttpRequest) -> dict[str, Any]:
-    """The request's body as a JSON object, or `ApiError` (400/413/415) saying what is wrong."""
+def json_object_read(request: HttpRequest, *, empty_ok: bool = False) -> dict[str, Any]:
+    """The request's body as a JSON object, or `ApiError` (400/413/415) saying what is wrong.
+
+    With `empty_ok`, an empty body (still sent as JSON) reads as `{}`.
+    """
     media_type = request.content_type or ""
     if media_type.lower() != JSON_MEDIA_TYPE:
         raise ApiError(
@@ -49,6 +52,8 @@ def json_object_read(request: HttpRequest) -> dict[str, Any]:
             f"Send the body as JSON with the header Content-Type: {JSON_MEDIA_TYPE} (got {media_type or 'none'!r}).",
         )
     raw = _body_read(request, limit=settings.HERMES_MAX_REQUEST_BYTES)
+    if not raw.strip() and empty_ok:
+        return {}
     if not raw.strip():
         raise ApiError(400, "invalid_json", "The body is empty; send a JSON object.")
     try:
@@ -84,10 +89,19 @@ def fields_check(body: dict[str, Any], *, allowed: Iterable[str]) -> None:
 
 def session_id_parse(raw: object) -> uuid.UUID:
     """A `session_id` from a body or a path: a UUID in its usual 8-4-4-4-12 form."""
+    return _id_parse(raw, field="session_id", what="a session id")
+
+
+def turn_id_parse(raw: object) -> uuid.UUID:
+    """A turn id (the correlation id) from a path."""
+    return _id_parse(raw, field="turn_id", what="a turn id")
+
+
+def _id_parse(raw: object, *, field: str, what: str) -> uuid.UUID:
     if isinstance(raw, str) and _UUID.fullmatch(raw):
         return uuid.UUID(raw)
     shown = repr(raw) if isinstance(raw, str) and len(raw) <= 80 else _json_type(raw)
-    raise ApiError(400, "invalid_session_id", f"session_id must be a session id (a UUID), not {shown}.")
+    raise ApiError(400, f"invalid_{field}", f"{field} must be {what} (a UUID), not {shown}.")
 
 
 def json_nesting_exceeds(text: str, limit: int) -> bool:

@@ -9,7 +9,8 @@ from agent.api.bodies import fields_check, json_object_read, session_id_parse
 from agent.api.errors import ApiError, api_view
 from agent.api.operator import request_actor
 from agent.api.sse import turn_event_stream
-from agent.engine.runner import TurnRejected, turn_start
+from agent.engine.runner import TurnRejected
+from agent.live import turn_registry
 from agent.tools import MCPConfigError, tool_hub
 
 # What each refusal of the engine means over HTTP; all are answered before anything is stored.
@@ -17,6 +18,7 @@ REJECTION_STATUS = {
     "invalid_message": 400,
     "message_too_large": 413,
     "session_not_found": 404,
+    "session_busy": 409,
     "llm_not_configured": 503,
     "persona_missing": 503,
 }
@@ -39,7 +41,7 @@ async def chat(request: HttpRequest) -> StreamingHttpResponse:
     except MCPConfigError as exc:
         raise ApiError(503, "mcp_config_error", str(exc)) from None
     try:
-        handle = await turn_start(
+        handle = await turn_registry().turn_submit(
             text=message,
             actor=request_actor(request),
             origin="api",

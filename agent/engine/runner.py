@@ -45,6 +45,8 @@ class TurnHandle:
     session_id: uuid.UUID
     turn_id: uuid.UUID
     session_created: bool
+    # The question as stored (trimmed, configured secrets redacted).
+    question: str = ""
     task: asyncio.Task[None] | None = None
     # Every event so far, so a late subscriber can replay the turn before following it live.
     log: list[Event] = field(default_factory=list)
@@ -109,7 +111,7 @@ async def turn_start(
     rather than through a context variable.
 
     Raises `TurnRejected` (codes `llm_not_configured`, `invalid_message`, `message_too_large`,
-    `session_not_found`, `persona_missing`) before anything is written.
+    `session_not_found`, `session_busy`, `persona_missing`) before anything is written.
     """
     question = _question_check(text)
     try:
@@ -132,8 +134,15 @@ async def turn_start(
         )
     except services.SessionNotFound:
         raise TurnRejected("session_not_found", f"There is no session with id {session_id}.") from None
+    except services.SessionBusy:
+        raise TurnRejected(
+            "session_busy",
+            "Hermes is still answering in this session: wait for that turn to finish (or stop it), then ask again.",
+        ) from None
 
-    handle = TurnHandle(session_id=begun.session_id, turn_id=begun.turn_id, session_created=begun.session_created)
+    handle = TurnHandle(
+        session_id=begun.session_id, turn_id=begun.turn_id, session_created=begun.session_created, question=question
+    )
     loop = TurnLoop(
         state=TurnState(
             session_id=begun.session_id,

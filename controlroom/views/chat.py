@@ -14,10 +14,10 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import push_url, reswap, retarget
 
 from agent.engine.runner import TurnRejected
+from agent.live import turn_registry
 from controlroom import selectors
 from controlroom.forms import AskForm
 from controlroom.identity import operator_name, turn_actor
-from controlroom.registry import turn_registry
 from controlroom.views.context import (
     DRAWER_SESSION_KEY,
     HtmxHttpRequest,
@@ -62,12 +62,13 @@ async def ask(request: HtmxHttpRequest) -> HttpResponse:
         return await _composer(request, place=place, text=request.POST.get("message", ""), error=error)
     session_id: uuid.UUID | None = form.cleaned_data["session"]
     text: str = form.cleaned_data["message"]
-    if session_id is not None and await database_sync_to_async(selectors.session_running_turn)(session_id=session_id):
-        return await _composer(request, place=place, session_id=session_id, text=text, error=BUSY)
     try:
-        handle = await turn_registry().turn_submit(text=text, actor=turn_actor(operator), session_id=session_id)
+        handle = await turn_registry().turn_submit(
+            text=text, actor=turn_actor(operator), origin="ui", session_id=session_id
+        )
     except TurnRejected as rejected:
-        return await _composer(request, place=place, session_id=session_id, text=text, error=rejected.message)
+        error = BUSY if rejected.code == "session_busy" else rejected.message
+        return await _composer(request, place=place, session_id=session_id, text=text, error=error)
     await request.session.aset(DRAWER_SESSION_KEY, str(handle.session_id))
     if not request.htmx:
         return redirect("controlroom:session", session_id=handle.session_id)

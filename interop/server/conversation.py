@@ -6,7 +6,8 @@ The turn cannot call the peer back (`origin_peer`), runs under the server's per-
 and is refused outright when the conversation is closed, over its turn cap, still answering the
 previous message, or the peer is over its rate window.
 
-Turns run in this process's event loop; `inbound_cancel` reaches the ones running here.
+Turns run in this process's turn registry (`agent.live`): the control room shows them live, and
+a cancel reaches the turn in whichever process runs it.
 """
 
 from __future__ import annotations
@@ -21,13 +22,11 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 
 from agent.engine.budgets import Budgets
-from agent.engine.runner import TurnHandle, TurnRejected, turn_start
+from agent.engine.runner import TurnHandle, TurnRejected
+from agent.live import turn_registry
 from interop import services
 from interop.services import ConversationRefused
 from interop.turns import turn_answer
-
-# The turn of each conversation running in this process, for cancellation.
-_running: dict[uuid.UUID, TurnHandle] = {}
 
 TURN_STATES = {"done": "completed", "cancelled": "canceled"}
 
@@ -82,7 +81,6 @@ async def inbound_turn(*, peer: str, dialect: str, external_id: str, text: str) 
         session_id=handle.session_id,
         turn_id=handle.turn_id,
     )
-    _running[begun.conversation_id] = handle
     try:
         answer = await turn_answer(handle)
     except asyncio.CancelledError:
@@ -92,8 +90,6 @@ async def inbound_turn(*, peer: str, dialect: str, external_id: str, text: str) 
             exchange_id=begun.exchange_id, state="canceled", error="cancelled by the peer"
         )
         raise
-    finally:
-        _running.pop(begun.conversation_id, None)
     state = TURN_STATES.get(answer.status, "failed")
     await database_sync_to_async(services.exchange_finish)(
         exchange_id=begun.exchange_id, reply=answer.text, state=state, error=answer.error
@@ -113,7 +109,7 @@ async def _turn_start(peer: str, text: str, begun: services.ExchangeBegun) -> Tu
     session_id = begun.session_id
     for _attempt in (1, 2):
         try:
-            return await turn_start(
+            return await turn_registry().turn_submit(
                 text=text,
                 actor=f"peer:{peer}",
                 origin="a2a",
@@ -132,13 +128,9 @@ async def _turn_start(peer: str, text: str, begun: services.ExchangeBegun) -> Tu
     raise AssertionError("unreachable")
 
 
-def inbound_cancel(conversation_id: uuid.UUID) -> bool:
-    """Cancel the conversation's running turn if it runs in this process; False when none does."""
-    handle = _running.get(conversation_id)
-    if handle is None:
-        return False
-    handle.cancel()
-    return True
+async def inbound_cancel(turn_id: uuid.UUID) -> None:
+    """Stop the turn answering a conversation, in whichever process runs it."""
+    await turn_registry().turn_stop(turn_id=turn_id)
 
 
 __all__ = ["ConversationRefused", "InboundRejected", "InboundReply", "inbound_cancel", "inbound_turn"]

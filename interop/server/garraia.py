@@ -129,8 +129,9 @@ async def task_cancel(request: Request) -> JSONResponse:
         return _error(404, f"no task {task_id}")
     if view.finished:
         return _error(409, f"task {task_id} already finished ({STATUS_OF.get(view.state, 'failed')})")
-    if not inbound_cancel(view.conversation_id):
-        return _error(409, f"task {task_id} is being answered by another Hermes process; cancel it there")
+    if view.turn_id is None:
+        return _error(409, f"task {task_id} is only starting; cancel it again in a moment")
+    await inbound_cancel(view.turn_id)
     cancelled = dataclasses.replace(view, state="canceled", error="cancelled by the peer")
     return JSONResponse(task_json(task_id, cancelled))
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import html
+import json
 import re
 import uuid
 
@@ -18,12 +19,13 @@ from channels.db import database_sync_to_async
 from channels.layers import BaseChannelLayer
 
 from agent.engine.events import TextDelta
+from agent.live import TurnRegistry, session_group, turn_registry
 from agent.models import Message, Turn
-from controlroom.registry import TurnRegistry, session_group, turn_registry
 from oikos_sim.server import RunningSim
 from tests.controlroom.conftest import Connect, Frames, browser_socket
 from tests.fakes import FakeAnthropic, Reply
 from tests.fakes.scripted_models import ExecutionRequester
+from tests.security.asgi_client import http
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -33,7 +35,7 @@ LONG = " ".join(f"word{n}" for n in range(400))
 
 async def _session_with_one_turn(llm: FakeAnthropic, text: str = "is caddy fine?") -> uuid.UUID:
     llm.enqueue(Reply.text(ANSWER))
-    handle = await turn_registry().turn_submit(text=text, actor="operator:test")
+    handle = await turn_registry().turn_submit(text=text, actor="operator:test", origin="ui")
     await handle.wait()
     return handle.session_id
 
@@ -57,7 +59,9 @@ async def test_snapshot_then_a_live_turn_streams_in_coalesced_steps_and_ends_as_
     assert "is caddy fine?" in snapshot and "<strong>twelve</strong>" in snapshot
 
     llm.enqueue(Reply.text(LONG, chunk=3, delay=0.001))
-    handle = await turn_registry().turn_submit(text="and now a long one", actor="operator:test", session_id=session_id)
+    handle = await turn_registry().turn_submit(
+        text="and now a long one", actor="operator:test", origin="ui", session_id=session_id
+    )
     done = await frames.until(_finished(handle.turn_id).search)
 
     turn_frames = _turn_frames(frames, handle.turn_id)
@@ -77,7 +81,9 @@ async def test_a_socket_joining_mid_turn_gets_the_turn_so_far_from_its_owner_the
 ) -> None:
     session_id = await _session_with_one_turn(llm)
     llm.enqueue(Reply.text(LONG, chunk=8, delay=0.004))
-    handle = await turn_registry().turn_submit(text="long again", actor="operator:test", session_id=session_id)
+    handle = await turn_registry().turn_submit(
+        text="long again", actor="operator:test", origin="ui", session_id=session_id
+    )
     async with asyncio.timeout(10), contextlib.aclosing(handle.events()) as events:
         deltas = 0
         async for event in events:
@@ -102,7 +108,9 @@ async def test_a_gap_in_the_numbering_is_repaired_from_the_owners_state(
     frames = await socket(f"/ws/ui/?session={session_id}")
     await frames.next()
     llm.enqueue(Reply.text(LONG, chunk=8, delay=0.004))
-    handle = await turn_registry().turn_submit(text="long with a gap", actor="operator:test", session_id=session_id)
+    handle = await turn_registry().turn_submit(
+        text="long with a gap", actor="operator:test", origin="ui", session_id=session_id
+    )
     await frames.until(lambda f: f"beforeend:#blk-{handle.turn_id}-0" in f)
 
     # A message from far ahead: the ones in between were lost (the in-memory layer drops past capacity).
@@ -131,7 +139,9 @@ async def test_stop_from_another_process_cancels_the_turn_and_keeps_its_partial_
     frames = await socket(f"/ws/ui/?session={session_id}")
     await frames.next()
     llm.enqueue(Reply.text(LONG, chunk=4, delay=0.01))
-    handle = await turn_registry().turn_submit(text="a long one to stop", actor="operator:test", session_id=session_id)
+    handle = await turn_registry().turn_submit(
+        text="a long one to stop", actor="operator:test", origin="ui", session_id=session_id
+    )
     await frames.until(lambda f: 'class="stop"' in f)
     await frames.until(lambda f: "beforeend:#blk-" in f)
 
@@ -151,11 +161,37 @@ async def test_stop_from_another_process_cancels_the_turn_and_keeps_its_partial_
     assert partial and LONG.startswith(partial) and len(partial) < len(LONG)
 
 
+async def test_a_turn_asked_over_the_http_api_shows_live_and_stops_from_the_control_room(
+    llm: FakeAnthropic, oikos_settings: RunningSim, socket: Connect
+) -> None:
+    session_id = await _session_with_one_turn(llm)
+    frames = await socket(f"/ws/ui/?session={session_id}")
+    await frames.next()
+    llm.enqueue(Reply.text(LONG, chunk=4, delay=0.01))
+    body = json.dumps({"message": "a script asks a long one", "session_id": str(session_id)}).encode()
+    script = asyncio.create_task(
+        http("/chat", method="POST", headers=[("content-type", "application/json")], body=body)
+    )
+
+    started = await frames.until(lambda f: "a script asks a long one" in f)
+    turn_id = re.search(r'id="turn-([0-9a-f-]{36})"', started)[1]
+    await frames.until(lambda f: f"beforeend:#blk-{turn_id}-0" in f)
+    # The operator presses Stop on the page: the same path as the control room's Stop button.
+    await turn_registry().turn_stop(turn_id=uuid.UUID(turn_id))
+
+    done = await frames.until(_finished(uuid.UUID(turn_id)).search)
+    assert 'class="status status-cancelled"' in done
+    response = await script
+    assert response.status == 200 and response.headers["x-hermes-turn"] == turn_id
+    # The script's stream ends with the same outcome.
+    assert '"status":"cancelled"' in response.text.split("event: done")[-1]
+
+
 async def test_the_rail_follows_oikos_and_an_inline_approval_follows_its_execution(
     llm: FakeAnthropic, oikos_settings: RunningSim, socket: Connect
 ) -> None:
     llm.responder = ExecutionRequester(target="service:jellyfin", action="deploy")
-    handle = await turn_registry().turn_submit(text="deploy jellyfin", actor="operator:test")
+    handle = await turn_registry().turn_submit(text="deploy jellyfin", actor="operator:test", origin="ui")
     frames = await socket(f"/ws/ui/?session={handle.session_id}&rail=1")
     await frames.until(lambda f: "1 degraded" in f and 'hx-swap-oob="innerHTML:#rail"' in f)
 
@@ -204,7 +240,9 @@ async def test_ids_chosen_by_the_model_never_reach_element_ids(
         Reply.tool_use("mcp__oikos__get_entity", {"slug": "<script>alert(1)</script>"}, id=hostile),
         Reply.text("<img src=x onerror=alert(1)> done"),
     )
-    handle = await turn_registry().turn_submit(text="hostile", actor="operator:test", session_id=session_id)
+    handle = await turn_registry().turn_submit(
+        text="hostile", actor="operator:test", origin="ui", session_id=session_id
+    )
     await frames.until(_finished(handle.turn_id).search)
 
     sent = frames.text()

@@ -12,9 +12,9 @@ import pytest
 from django.contrib.auth.models import User
 from pytest_django.fixtures import Settings
 
+from agent.live import turn_registry_close
 from agent.models import AgentSession, Message, Turn
 from controlroom.models import ApprovalDecision
-from controlroom.registry import turn_registry_close
 from controlroom.relay import oikos_relay_close
 from oikos_sim.server import RunningSim
 from tests.fakes import FakeAnthropic, Reply

@@ -1,10 +1,13 @@
-"""The control room's running turns: one registry per process, owning the turns started here.
+"""Live turns: one registry per process, owning the turns started in it.
 
-A turn never runs inside a websocket consumer (Channels handles one consumer's messages one at a
-time: a turn there would block that socket's later frames) nor inside a request. The registry
-starts it through the engine, then a *pump* task per turn reads the turn's events and publishes
-them to the session's channel-layer group, where every open control room on that session listens,
-in whichever process it lives. Closing every tab leaves the turn running; it is stored as it goes.
+Every turn a Hermes server runs — asked in the control room, over `POST /chat`, or by a peer
+agent — is started through the registry, never inside a websocket consumer (Channels handles one
+consumer's messages one at a time: a turn there would block that socket's later frames) nor
+inside a request's lifetime. The registry starts it through the engine, then a *pump* task per
+turn reads the turn's events and publishes them to the session's channel-layer group, where every
+open control room on that session listens, in whichever process it lives. So an operator watches
+a script's or a peer's turn as it happens, and can stop it from any tab or over HTTP. Closing
+every tab (or dropping the stream) leaves the turn running; it is stored as it goes.
 
 What travels through the layer, and why:
 - `turn.event` to `session_group(session)`: `{turn_id, session_id, seq, event}`. Events are numbered
@@ -13,8 +16,8 @@ What travels through the layer, and why:
   token deltas would flood it), and when a text block ends a `text_end` event carries its full
   text, so a dropped delta never corrupts the rendered answer.
 - `turn.stop` and `turn.state.request` to `turn_group(turn)`: only the owning process's control
-  channel is in that group, so Stop pressed in any tab of any process reaches the one process that
-  can cancel the task, and a socket that (re)connects mid-turn gets the turn so far from it.
+  channel is in that group, so Stop (any tab, `POST /turns/<id>/stop`) in any process reaches the
+  one process that can cancel the task, and a socket that (re)connects mid-turn gets the turn so far from it.
 - `turn.state`, sent straight to the asking consumer's channel: `{turn_id, seq, start, events}`,
   the turn's events up to `seq` with text merged per block.
 """
@@ -32,8 +35,10 @@ from typing import Any
 from channels.layers import BaseChannelLayer, get_channel_layer
 from django.utils import timezone
 
+from agent.engine.budgets import Budgets
 from agent.engine.events import Done, Event, TextDelta
 from agent.engine.runner import TurnHandle, turn_start
+from agent.tools.hub import ToolHub
 
 logger = logging.getLogger(__name__)
 
@@ -42,11 +47,11 @@ CONTROL_RETRY_SECONDS = 1.0
 
 
 def session_group(session_id: str | uuid.UUID) -> str:
-    return f"controlroom.session.{uuid.UUID(str(session_id))}"
+    return f"hermes.session.{uuid.UUID(str(session_id))}"
 
 
 def turn_group(turn_id: str | uuid.UUID) -> str:
-    return f"controlroom.turn.{uuid.UUID(str(turn_id))}"
+    return f"hermes.turn.{uuid.UUID(str(turn_id))}"
 
 
 @dataclass
@@ -89,9 +94,28 @@ class TurnRegistry:
 
     # --- starting and stopping -------------------------------------------------------------------
 
-    async def turn_submit(self, *, text: str, actor: str, session_id: uuid.UUID | None = None) -> TurnHandle:
-        """Start a turn (raises the engine's `TurnRejected`) and publish its events until it ends."""
-        handle = await turn_start(text=text, actor=actor, origin="ui", session_id=session_id)
+    async def turn_submit(
+        self,
+        *,
+        text: str,
+        actor: str,
+        origin: str,
+        session_id: uuid.UUID | None = None,
+        hub: ToolHub | None = None,
+        budgets: Budgets | None = None,
+        origin_peer: str | None = None,
+    ) -> TurnHandle:
+        """Start a turn (see `turn_start`, whose `TurnRejected` it raises) and publish its events
+        until it ends."""
+        handle = await turn_start(
+            text=text,
+            actor=actor,
+            origin=origin,
+            session_id=session_id,
+            hub=hub,
+            budgets=budgets,
+            origin_peer=origin_peer,
+        )
         await self._control_ensure()
         assert self._control_channel is not None
         await self.layer.group_add(turn_group(handle.turn_id), self._control_channel)
@@ -101,7 +125,7 @@ class TurnRegistry:
                 "type": "turn_start",
                 "turn_id": str(handle.turn_id),
                 "session_id": str(handle.session_id),
-                "question": text.strip(),
+                "question": handle.question,
                 "started_at": timezone.now().isoformat(),
             },
         )

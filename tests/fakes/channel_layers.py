@@ -1,0 +1,76 @@
+"""Channel layers for tests of live turns and sockets.
+
+- `channel_layer` — parametrised: the in-memory layer with every message round-tripped through
+  JSON (so it hides no serialisation bug), and the Redis layer (`REDIS_URL`, as CI runs it) with a
+  prefix of its own. The running loop's turn registry, Oikos relay and tool hub are closed after.
+- `memory_layer` — the in-memory (JSON round trip) layer alone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from channels.db import database_sync_to_async
+from channels.layers import BaseChannelLayer, InMemoryChannelLayer, get_channel_layer
+from django.db import connections
+from pytest_django.fixtures import Settings
+
+from agent.live import turn_registry_close
+from agent.tools import tool_hub_close
+from controlroom.relay import oikos_relay_close
+
+
+class JSONRoundTripLayer(InMemoryChannelLayer):
+    """The in-memory layer, but every message goes through JSON as it would through a network."""
+
+    async def send(self, channel: str, message: dict[str, Any]) -> None:
+        await super().send(channel, json.loads(json.dumps(message)))
+
+
+@pytest.fixture(params=["memory", "redis"])
+async def channel_layer(request: pytest.FixtureRequest, settings: Settings) -> AsyncIterator[BaseChannelLayer]:
+    async for layer in _layer(request.param, settings, request):
+        yield layer
+
+
+@pytest.fixture
+async def memory_layer(request: pytest.FixtureRequest, settings: Settings) -> AsyncIterator[BaseChannelLayer]:
+    """The in-memory layer only (JSON round trip), for tests about views rather than transport."""
+    async for layer in _layer("memory", settings, request):
+        yield layer
+
+
+async def _layer(kind: str, settings: Settings, request: pytest.FixtureRequest) -> AsyncIterator[BaseChannelLayer]:
+    if kind == "redis":
+        url = os.environ.get("REDIS_URL")
+        if not url:
+            pytest.skip("REDIS_URL is not set: the Redis layer is tested where Redis runs (CI sets it)")
+        settings.CHANNEL_LAYERS = {
+            "default": {
+                "BACKEND": "channels_redis.core.RedisChannelLayer",
+                "CONFIG": {"hosts": [url], "prefix": f"hermes-test-{secrets.token_hex(4)}", "capacity": 1000},
+            }
+        }
+    else:
+        settings.CHANNEL_LAYERS = {
+            "default": {"BACKEND": "tests.fakes.channel_layers.JSONRoundTripLayer", "CONFIG": {"capacity": 1000}}
+        }
+    layer = get_channel_layer()
+    assert layer is not None
+    yield layer
+    # What the test's event loop started: its turns, its relay, its MCP connections.
+    await turn_registry_close()
+    await oikos_relay_close()
+    await tool_hub_close()
+    # The async ORM (`aget`, `acount`) leaves its connection open in the sync thread; PostgreSQL
+    # would then refuse to drop the test database at the end of the run.
+    if request.node.get_closest_marker("django_db"):
+        await database_sync_to_async(connections.close_all)()
+    if kind == "redis":
+        await layer.flush()
+        await layer.close_pools()  # type: ignore[attr-defined]
