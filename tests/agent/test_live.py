@@ -100,3 +100,17 @@ async def test_the_owner_answers_a_state_request_with_the_turn_so_far(
     assert ANSWER.startswith(texts[0]["text"]) and state["seq"] >= 1
     handle.cancel()
     await handle.wait()
+
+
+async def test_a_secret_pasted_into_a_question_never_crosses_the_layer(
+    channel_layer: BaseChannelLayer, llm: FakeAnthropic, oikos_settings: RunningSim
+) -> None:
+    session_id, channel = await _listen(channel_layer, llm)
+    llm.enqueue(Reply.text("I cannot check passwords."))
+    pasted = f"is {llm.api_key} still valid?"
+
+    await turn_registry().turn_submit(text=pasted, actor="operator:test", origin="ui", session_id=session_id)
+    messages = await _until_done(channel_layer, channel)
+
+    assert messages[0]["event"]["question"] == "is [REDACTED] still valid?"
+    assert llm.api_key not in json.dumps(messages)
