@@ -11,6 +11,8 @@ from agent import metrics
 from controlroom import services
 from controlroom.models import ApprovalDecision
 from controlroom.oikos import AlreadyDecided, OikosClient, OikosError, OikosRefused
+from controlroom.rail import ApprovalState
+from controlroom.relay import oikos_relay
 
 Outcome = ApprovalDecision.Outcome
 
@@ -74,3 +76,27 @@ async def approval_decide(
         detail=detail,
     )
     return result
+
+
+async def approvals_listed() -> tuple[list[ApprovalState], str]:
+    """Every approval Oikos knows, pending first, and why the list is empty when Oikos failed ("" if not).
+
+    Oikos's list says whether each was approved; where its execution got to (running, completed,
+    failed) comes from the relay, which follows the event stream and asks Oikos about the rest.
+    """
+    try:
+        async with OikosClient.from_settings() as oikos:
+            listed = await oikos.approvals("all")
+    except OikosError as failure:
+        return [], str(failure)
+    approvals = []
+    for item in listed:
+        approval = ApprovalState(approval_id=str(item.get("id", "")))
+        approval.update(item)
+        approval.status = str(item.get("status") or "pending")
+        approval.execution_status = {"pending": "proposed"}.get(approval.status, approval.status)
+        approvals.append(approval)
+    current = await oikos_relay().approvals_lookup((a.approval_id, a.execution_id) for a in approvals)
+    approvals = [current.get(approval.approval_id, approval) for approval in approvals]
+    approvals.sort(key=lambda a: (not a.pending, a.requested_at))
+    return approvals, ""

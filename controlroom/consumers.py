@@ -25,6 +25,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from agent import metrics
 from agent.live import session_group, turn_registry
 from controlroom import fragments, selectors
+from controlroom.approvals import approvals_listed
 from controlroom.identity import operator_name
 from controlroom.rail import ApprovalState
 from controlroom.relay import OikosRelay, oikos_relay
@@ -45,10 +46,12 @@ class TurnSync:
 
 
 class ControlRoomConsumer(AsyncWebsocketConsumer):
-    """`/ws/ui/?session=<uuid>&rail=1`: one conversation (optional) and the rail (optional)."""
+    """`/ws/ui/?session=<uuid>&rail=1&approvals=1`: one conversation (optional), the rail (optional),
+    and the approvals page's cards (optional)."""
 
     session_id: uuid.UUID | None
     with_rail: bool
+    with_approvals: bool
     relay: OikosRelay
 
     async def connect(self) -> None:
@@ -58,6 +61,7 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
         query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
         self.session_id = _uuid_or_none(query.get("session", [""])[0])
         self.with_rail = query.get("rail", [""])[0] == "1"
+        self.with_approvals = query.get("approvals", [""])[0] == "1"
         self.turns: dict[str, TurnSync] = {}
         self.inline_approvals: dict[str, ApprovalItem] = {}
         self.forms_shown: set[str] = set()
@@ -103,7 +107,12 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
         parts.append(fragments.turn_controls(self._running()))
         if self.with_rail:
             parts.append(fragments.rail_replace(self.relay.state))
-        shown = self._form_candidates(approvals)
+        listed: list[ApprovalState] = []
+        if self.with_approvals:
+            # Drawn again: an approval raised between the page's render and this socket shows too.
+            listed, problem = await approvals_listed()
+            parts.append(fragments.approval_grid_replace(listed, problem))
+        shown = self._form_candidates(approvals) + [approval for approval in listed if approval.pending]
         self.forms_shown = {approval.approval_id for approval in shown}
         parts.append(fragments.approval_forms_replace(shown))
         await self.send(text_data="".join(parts))
@@ -199,6 +208,11 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
             parts.append(fragments.approval_cards_replace(changed_inline))
         if self.with_rail:
             parts.append(self._forms_for_new(self.relay.state.approvals_shown(), []))
+        if self.with_approvals and message.get("approvals"):
+            # The page shows every approval, decided ones too: Oikos's list is the truth.
+            listed, problem = await approvals_listed()
+            parts.append(fragments.approval_grid_replace(listed, problem))
+            parts.append(self._forms_for_new(listed, []))
         if parts:
             await self.send(text_data="".join(parts))
 

@@ -99,6 +99,11 @@ def approval_cards_replace(approvals: Iterable[ApprovalState | ApprovalItem], *,
     )
 
 
+def approval_grid_replace(approvals: list[ApprovalState], problem: str) -> str:
+    """The approvals page's cards, all of them, as Oikos lists them now."""
+    return _render("approval_grid.html", {"oikos_approvals": approvals, "oikos_problem": problem, "oob": True})
+
+
 def approval_forms_replace(approvals: Iterable[ApprovalState | ApprovalItem]) -> str:
     inner = _render("approval_forms.html", {"approvals": list(approvals)})
     return format_html('<div hx-swap-oob="innerHTML:#approval-forms">{}</div>', inner)

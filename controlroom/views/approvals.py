@@ -10,11 +10,10 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_POST
 
 from controlroom import fragments, selectors
-from controlroom.approvals import approval_decide
+from controlroom.approvals import approval_decide, approvals_listed
 from controlroom.forms import DecisionForm
 from controlroom.identity import operator_name
 from controlroom.models import ApprovalDecision
-from controlroom.oikos import OikosClient, OikosError
 from controlroom.rail import ApprovalState
 from controlroom.relay import oikos_relay
 from controlroom.views.context import DRAWER_SESSION_KEY, HtmxHttpRequest, conversation_context, redirect_back
@@ -57,22 +56,11 @@ async def decide(request: HtmxHttpRequest) -> HttpResponse:
 @require_GET
 async def approvals_page(request: HttpRequest) -> HttpResponse:
     """Every approval Oikos knows (pending first) and the decisions taken from this control room."""
-    problem = ""
-    approvals: list[ApprovalState] = []
-    try:
-        async with OikosClient.from_settings() as oikos:
-            listed = await oikos.approvals("all")
-    except OikosError as failure:
-        problem, listed = str(failure), []
-    for item in listed:
-        approval = ApprovalState(approval_id=str(item.get("id", "")))
-        approval.update(item)
-        approval.status = str(item.get("status") or "pending")
-        approval.execution_status = {"pending": "proposed"}.get(approval.status, approval.status)
-        approvals.append(approval)
-    approvals.sort(key=lambda a: (not a.pending, a.requested_at), reverse=False)
+    approvals, problem = await approvals_listed()
     session = await request.session.aget(DRAWER_SESSION_KEY)
-    drawer = await database_sync_to_async(conversation_context)(session_id=_uuid(session), place="drawer")
+    drawer = await database_sync_to_async(conversation_context)(
+        session_id=_uuid(session), place="drawer", follow_approvals=True
+    )
     decisions = await database_sync_to_async(selectors.approval_decisions_recent)()
     context = {
         "operator": operator_name(request),

@@ -5,9 +5,11 @@ from __future__ import annotations
 import re
 import time
 
+import httpx2
 import pytest
 from playwright.sync_api import Browser, WebSocketRoute, expect
 
+from oikos_sim.auth import DEFAULT_TOKENS
 from tests.controlroom.browser.conftest import Stack, Watched, watch
 from tests.controlroom.browser.steps import SESSION_URL, STAGE_RECORDER, ask, last_turn, wait_done
 
@@ -103,3 +105,33 @@ def _deduplicated(values: list[str]) -> list[str]:
         if not seen or seen[-1] != value:
             seen.append(value)
     return seen
+
+
+def test_the_approvals_page_shows_a_new_approval_live_and_follows_it_to_completed(page: Watched, stack: Stack) -> None:
+    browser_page = page.page
+    browser_page.goto("/ui/approvals/")
+    browser_page.evaluate("window.__sameDocument = true")
+    # The page's socket is open once its snapshot has redrawn the grid.
+    expect(browser_page.locator("#approval-grid")).to_be_attached()
+    browser_page.wait_for_function("document.querySelector('#conversation')?.getAttribute('ws-connect')")
+
+    # Something else (another operator's agent, a script) asks Oikos for a deploy.
+    created = httpx2.post(
+        f"{stack.oikos.api_url}/executions",
+        json={"target": "service:gitea", "action": "deploy", "reason": "new release"},
+        headers={"Authorization": f"Bearer {DEFAULT_TOKENS['service:hermes-controlroom']}"},
+        timeout=10,
+    )
+    assert created.status_code == 201, created.text
+    approval_id = created.json()["approval_id"]
+
+    card = browser_page.locator(
+        "#approval-grid .card.approval", has=browser_page.locator(f"code:text-is('{approval_id}')")
+    )
+    expect(card).to_have_attribute("data-stage", "pending", timeout=8_000)
+    card.get_by_role("button", name="Approve").click()
+
+    expect(card).to_have_attribute("data-stage", "completed", timeout=8_000)
+    expect(card.locator(".card-stage")).to_contain_text("approved by operator")
+    assert browser_page.evaluate("window.__sameDocument") is True, "the page was reloaded"
+    page.assert_clean()
