@@ -18,6 +18,7 @@ What travels through the layer, and why:
 - `turn.stop` and `turn.state.request` to `turn_group(turn)`: only the owning process's control
   channel is in that group, so Stop (any tab, `POST /turns/<id>/stop`) in any process reaches the
   one process that can cancel the task, and a socket that (re)connects mid-turn gets the turn so far from it.
+- `sessions.changed` to `SESSIONS_GROUP` when a turn starts and when it ends, for session lists.
 - `turn.state`, sent straight to the asking consumer's channel: `{turn_id, seq, start, events}`,
   the turn's events up to `seq` with text merged per block.
 """
@@ -44,6 +45,11 @@ logger = logging.getLogger(__name__)
 
 COALESCE_SECONDS = 0.03
 CONTROL_RETRY_SECONDS = 1.0
+
+
+# Every page listing sessions listens here: a turn starting (maybe a new session) or ending (its
+# session's activity time) changes the list. The message names the session; pages refetch their list.
+SESSIONS_GROUP = "hermes.sessions"
 
 
 def session_group(session_id: str | uuid.UUID) -> str:
@@ -183,6 +189,7 @@ class TurnRegistry:
 
         try:
             await self._publish(live, group, live.start, numbered_from_zero=True)
+            await self._sessions_changed(live)
             while True:
                 timeout = None if flush_at is None else max(flush_at - loop.time(), 0.0)
                 try:
@@ -202,6 +209,7 @@ class TurnRegistry:
                 await block_end()
                 await self._publish(live, group, event.to_dict())
                 if isinstance(event, Done):
+                    await self._sessions_changed(live)
                     return
         finally:
             reader.cancel()
@@ -229,6 +237,10 @@ class TurnRegistry:
         }
         # The turn goes on and is stored even when the layer is down; listeners resync on reconnect.
         await _quietly(self.layer.group_send(group, message))
+
+    async def _sessions_changed(self, live: LiveTurn) -> None:
+        message = {"type": "sessions.changed", "session_id": str(live.handle.session_id)}
+        await _quietly(self.layer.group_send(SESSIONS_GROUP, message))
 
     # --- the control channel ---------------------------------------------------------------------
 

@@ -23,7 +23,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from agent import metrics
-from agent.live import session_group, turn_registry
+from agent.live import SESSIONS_GROUP, session_group, turn_registry
 from controlroom import fragments, selectors
 from controlroom.approvals import approvals_listed
 from controlroom.identity import operator_name
@@ -46,12 +46,13 @@ class TurnSync:
 
 
 class ControlRoomConsumer(AsyncWebsocketConsumer):
-    """`/ws/ui/?session=<uuid>&rail=1&approvals=1`: one conversation (optional), the rail (optional),
-    and the approvals page's cards (optional)."""
+    """`/ws/ui/?session=<uuid>&rail=1&sessions=1&approvals=1`: one conversation, the rail, the session
+    list and the approvals page's cards — each optional."""
 
     session_id: uuid.UUID | None
     with_rail: bool
     with_approvals: bool
+    with_sessions: bool
     relay: OikosRelay
 
     async def connect(self) -> None:
@@ -62,6 +63,7 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
         self.session_id = _uuid_or_none(query.get("session", [""])[0])
         self.with_rail = query.get("rail", [""])[0] == "1"
         self.with_approvals = query.get("approvals", [""])[0] == "1"
+        self.with_sessions = query.get("sessions", [""])[0] == "1"
         self.turns: dict[str, TurnSync] = {}
         self.inline_approvals: dict[str, ApprovalItem] = {}
         self.forms_shown: set[str] = set()
@@ -70,6 +72,8 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
         self.counted = True
         if self.session_id is not None:
             await self.channel_layer.group_add(session_group(self.session_id), self.channel_name)
+        if self.with_sessions:
+            await self.channel_layer.group_add(SESSIONS_GROUP, self.channel_name)
         # Every page follows Oikos (inline approval cards follow their execution); only the home
         # page draws the rail.
         self.relay = oikos_relay()
@@ -83,6 +87,8 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
         session_id = getattr(self, "session_id", None)
         if session_id is not None:
             await self.channel_layer.group_discard(session_group(session_id), self.channel_name)
+        if getattr(self, "with_sessions", False):
+            await self.channel_layer.group_discard(SESSIONS_GROUP, self.channel_name)
         if hasattr(self, "relay"):
             await self.relay.unsubscribe(self.channel_name)
 
@@ -194,6 +200,12 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
         parts = [drawn, fragments.turn_controls(self._running())]
         parts.append(self._forms_for_new(approvals.values(), []))
         await self.send(text_data="".join(parts))
+
+    # --- the session list -------------------------------------------------------------------------
+
+    async def sessions_changed(self, message: dict[str, Any]) -> None:
+        """A session started or finished a turn: the page refetches its list, keeping its search."""
+        await self.send(text_data=fragments.session_list_refresh(current=str(self.session_id or "")))
 
     # --- the rail ---------------------------------------------------------------------------------
 

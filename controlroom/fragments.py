@@ -99,6 +99,12 @@ def approval_cards_replace(approvals: Iterable[ApprovalState | ApprovalItem], *,
     )
 
 
+def session_list_refresh(*, current: str) -> str:
+    """An element that, once swapped in, makes the page fetch its session list again, with the
+    search the operator typed (the server does not know it)."""
+    return _render("session_refresh.html", {"current_session": current, "oob": True})
+
+
 def approval_grid_replace(approvals: list[ApprovalState], problem: str) -> str:
     """The approvals page's cards, all of them, as Oikos lists them now."""
     return _render("approval_grid.html", {"oikos_approvals": approvals, "oikos_problem": problem, "oob": True})

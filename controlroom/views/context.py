@@ -26,16 +26,25 @@ DRAWER_SESSION_KEY = "controlroom_session"
 
 
 def conversation_context(
-    *, session_id: uuid.UUID | None, place: str, text: str = "", error: str = "", follow_approvals: bool = False
+    *,
+    session_id: uuid.UUID | None,
+    place: str,
+    text: str = "",
+    error: str = "",
+    follow_approvals: bool = False,
+    follow_sessions: bool = False,
 ) -> dict[str, Any]:
     """The conversation pane (home or drawer) for `session_id`, or an empty one for a new chat.
 
-    Its socket also carries the rail (home) or the approvals page's cards (`follow_approvals`).
+    Its socket also carries what else the page shows live: the rail and the session list (home),
+    the session list (`follow_sessions`), the approvals page's cards (`follow_approvals`).
     """
     turns = selectors.session_turn_views(session_id=session_id) if session_id else []
     query = {"session": str(session_id)} if session_id else {}
     if place == "home":
         query["rail"] = "1"
+    if place == "home" or follow_sessions:
+        query["sessions"] = "1"
     if follow_approvals:
         query["approvals"] = "1"
     pending = [item for turn in turns for item in turn.approvals() if item.pending]

@@ -15,14 +15,14 @@ from controlroom.identity import operator_name
 from controlroom.views.context import DRAWER_SESSION_KEY, conversation_context, nav_context
 
 
-def _drawer(request: HttpRequest) -> dict[str, Any]:
+def _drawer(request: HttpRequest, *, follow_sessions: bool = False) -> dict[str, Any]:
     try:
         session_id: uuid.UUID | None = uuid.UUID(str(request.session.get(DRAWER_SESSION_KEY)))
     except ValueError:
         session_id = None
     if session_id is not None and not selectors.session_exists(session_id=session_id):
         session_id = None
-    return conversation_context(session_id=session_id, place="drawer")
+    return conversation_context(session_id=session_id, place="drawer", follow_sessions=follow_sessions)
 
 
 @require_GET
@@ -30,7 +30,7 @@ def sessions_page(request: HttpRequest) -> HttpResponse:
     query = request.GET.get("q", "")[:200]
     context = {
         "operator": operator_name(request),
-        "drawer": _drawer(request),
+        "drawer": _drawer(request, follow_sessions=True),
         **nav_context(query=query),
     }
     context["pending_approvals"] = context["drawer"]["pending_approvals"]

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import re
 
+import httpx2
 import pytest
 from playwright.sync_api import expect
 
-from tests.controlroom.browser.conftest import Watched
+from tests.controlroom.browser.conftest import Stack, Watched
 from tests.controlroom.browser.steps import SESSION_URL, ask, composer, last_turn, wait_done
 
 pytestmark = pytest.mark.e2e
@@ -72,4 +73,28 @@ def test_the_chat_drawer_asks_from_the_ledger_page(page: Watched) -> None:
     wait_done(last_turn(drawer))
     expect(drawer.locator("article.turn")).to_have_count(1)
     expect(last_turn(drawer).locator(".text.md")).to_have_text("You said: a fresh drawer chat")
+    page.assert_clean()
+
+
+def test_a_session_a_script_starts_appears_in_the_nav_without_losing_the_search(page: Watched, stack: Stack) -> None:
+    browser_page = page.page
+    browser_page.goto("/ui/")
+    expect(browser_page.locator("#rail .rail-health")).to_be_visible()  # the socket is live
+
+    # A script asks over the HTTP API: its new session shows in the open page's nav.
+    first = httpx2.post(f"{stack.url}/chat", json={"message": "nightly backup report from cron"}, timeout=30)
+    assert first.status_code == 200
+    expect(browser_page.locator("#session-list a", has_text="nightly backup report from cron")).to_have_count(1)
+
+    # While the operator searches, a refresh keeps the search: a non-matching session stays out.
+    browser_page.get_by_role("searchbox", name="Search sessions").fill("lighthouse-that-never-was")
+    expect(browser_page.locator("#session-list")).to_contain_text("No session matches.")
+    browser_page.evaluate("document.querySelector('#session-list').dataset.before = 'refresh'")
+    second = httpx2.post(f"{stack.url}/chat", json={"message": "weekly disk report from cron"}, timeout=30)
+    assert second.status_code == 200
+    expect(browser_page.locator("#session-list[data-before]")).to_have_count(0)  # the list was fetched again
+    expect(browser_page.locator("#session-list")).to_contain_text("No session matches.")
+
+    browser_page.get_by_role("searchbox", name="Search sessions").fill("from cron")
+    expect(browser_page.locator("#session-list a")).to_have_count(2)
     page.assert_clean()
