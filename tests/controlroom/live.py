@@ -6,33 +6,19 @@ server answers. Its log is kept (`log_tail()`) so a failing test can show what t
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
 import threading
 import time
 from collections import deque
-from pathlib import Path
 
 import httpx2
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from tests.fakes.subprocesses import REPO_ROOT
+
 LISTENING = re.compile(r"Listening on TCP address 127\.0\.0\.1:(\d+)")
 START_TIMEOUT = 30.0
-
-
-def migrated_sqlite(path: Path) -> str:
-    """A migrated SQLite database file for the subprocess; returns its DATABASE_URL."""
-    url = f"sqlite:///{path}"
-    subprocess.run(
-        [sys.executable, "manage.py", "migrate", "-v0"],
-        cwd=REPO_ROOT,
-        env={**os.environ, "DATABASE_URL": url},
-        check=True,
-        timeout=120,
-    )
-    return url
 
 
 class LiveHermes:

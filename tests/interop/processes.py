@@ -1,74 +1,32 @@
-"""Hermes processes for interop tests: a migrated SQLite file, Daphne serving Hermes, `manage.py`.
+"""Hermes processes for interop tests: Daphne serving Hermes, pairing tokens, rows of its database.
 
 `DaphneHermes` runs `daphne -b 127.0.0.1 -p 0 hermes_site.asgi:application` and learns its port
 from Daphne's "Listening on" log line (read by a thread that keeps draining the output, so the pipe
-never fills). Every process is given an explicit environment: nothing of the test process's
-`ANTHROPIC_*`, `HERMES_*` or `OIKOS_*` variables leaks in.
+never fills). Every process is given an explicit environment (`tests.fakes.subprocesses.clean_environ` plus
+what the test sets).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import sqlite3
 import subprocess
 import sys
 import threading
 from collections.abc import Mapping
-from pathlib import Path
 from types import TracebackType
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from tests.fakes.subprocesses import REPO_ROOT, manage
+
 _LISTENING = re.compile(r"Listening on TCP address 127\.0\.0\.1:(\d+)")
 START_TIMEOUT = 60.0
-
-
-def clean_environ() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "HERMES_", "OIKOS_", "DATABASE_"))}
-
-
-def database_migrate(path: Path) -> str:
-    """Migrate a SQLite file for Hermes processes; returns its DATABASE_URL."""
-    url = f"sqlite:///{path}"
-    subprocess.run(
-        [sys.executable, "manage.py", "migrate", "-v0"],
-        cwd=REPO_ROOT,
-        env={**clean_environ(), "DATABASE_URL": url},
-        check=True,
-        timeout=180,
-    )
-    return url
-
-
-def database_copy(template: Path, path: Path) -> str:
-    """A fresh copy of a migrated database file (much faster than migrating again)."""
-    shutil.copyfile(template, path)
-    return f"sqlite:///{path}"
 
 
 def database_rows(url: str, query: str, *params: object) -> list[tuple]:
     """Rows of a query against a Hermes process's SQLite file, read from the test process."""
     with sqlite3.connect(url.removeprefix("sqlite:///")) as connection:
         return list(connection.execute(query, params))
-
-
-def manage(*args: str, env: Mapping[str, str], timeout: float = 180) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "manage.py", *args],
-        cwd=REPO_ROOT,
-        env=dict(env),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-
-
-def pairing_token(peer: str, *, env: Mapping[str, str]) -> str:
-    run = manage("a2a_pair", peer, env=env)
-    assert run.returncode == 0, run.stderr
-    return run.stdout.strip()
 
 
 class DaphneHermes:

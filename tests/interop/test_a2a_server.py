@@ -15,7 +15,8 @@ from a2a.utils.constants import TransportProtocol
 from google.protobuf.json_format import MessageToDict
 
 from tests.fakes import FakeAnthropic, Reply
-from tests.interop.processes import DaphneHermes, clean_environ, database_rows, manage, pairing_tokens
+from tests.fakes.subprocesses import clean_environ, manage
+from tests.interop.processes import DaphneHermes, database_rows, pairing_tokens
 
 PEERS = ("sdk-jsonrpc", "sdk-rest", "sdk-cap", "sdk-revoked", "sdk-compat")
 

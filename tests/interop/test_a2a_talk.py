@@ -15,15 +15,9 @@ from typing import Any
 import pytest
 
 from tests.fakes import FakeAnthropic, Reply
+from tests.fakes.subprocesses import REPO_ROOT, clean_environ, manage
 from tests.interop.listeners import SilentListener
-from tests.interop.processes import (
-    REPO_ROOT,
-    DaphneHermes,
-    clean_environ,
-    database_rows,
-    manage,
-    pairing_tokens,
-)
+from tests.interop.processes import DaphneHermes, database_rows, pairing_tokens
 
 
 @pytest.fixture(scope="module")

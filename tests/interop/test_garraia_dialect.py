@@ -10,7 +10,8 @@ import httpx2
 import pytest
 
 from tests.fakes import FakeAnthropic, Reply
-from tests.interop.processes import DaphneHermes, clean_environ, database_rows, pairing_tokens
+from tests.fakes.subprocesses import clean_environ
+from tests.interop.processes import DaphneHermes, database_rows, pairing_tokens
 
 STATUSES = {"submitted", "working", "completed", "failed", "canceled"}
 PEERS = ("garra-two", "garra-new", "garra-get", "garra-cancel", "garra-fail", "garra-cap", "garra-rate", "garra-big")

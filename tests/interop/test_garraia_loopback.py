@@ -10,7 +10,8 @@ from pytest_django.fixtures import Settings
 
 from interop.server.app import a2a_asgi_app
 from tests.fakes import FakeAnthropic, Reply
-from tests.interop.processes import DaphneHermes, clean_environ, database_rows
+from tests.fakes.subprocesses import clean_environ
+from tests.interop.processes import DaphneHermes, database_rows
 
 TASK = {"id": "garra-1", "message": {"role": "user", "parts": [{"type": "text", "text": "Oi Hermes"}]}}
 
