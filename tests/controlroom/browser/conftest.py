@@ -19,8 +19,8 @@ from playwright.sync_api import Browser, ConsoleMessage, Page, sync_playwright
 
 from oikos_sim.auth import DEFAULT_TOKENS
 from oikos_sim.server import RunningSim, serve_in_thread
-from tests.controlroom.live import LiveHermes
 from tests.fakes import FakeAnthropic
+from tests.fakes.daphne import DaphneServer, LiveDatabase
 from tests.fakes.operator_models import OperatorModel
 from tests.fakes.subprocesses import REPO_ROOT, clean_environ, sqlite_migrated
 
@@ -40,7 +40,7 @@ EXECUTION_SECONDS = 1.0
 
 @dataclass
 class Stack:
-    hermes: LiveHermes
+    hermes: DaphneServer
     oikos: RunningSim
     model: FakeAnthropic
     database_url: str
@@ -73,16 +73,14 @@ def hermes_env(*, database_url: str, oikos: RunningSim, model: FakeAnthropic) ->
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     if not CHROMIUM.exists():
         pytest.skip("browser tests need Debian's chromium at /usr/bin/chromium")
-    database_url = sqlite_migrated(tmp_path_factory.mktemp("browser") / "hermes.sqlite3")
+    directory = tmp_path_factory.mktemp("browser")
+    database_url = sqlite_migrated(directory / "hermes.sqlite3")
     with serve_in_thread(execution_seconds=EXECUTION_SECONDS) as oikos, FakeAnthropic() as model:
         model.responder = OperatorModel()
         env = hermes_env(database_url=database_url, oikos=oikos, model=model)
-        hermes = LiveHermes(env)
-        hermes.start()
-        try:
+        log = directory / "daphne.log"
+        with DaphneServer(database=LiveDatabase(database_url), env=env, log_path=log) as hermes:
             yield Stack(hermes=hermes, oikos=oikos, model=model, database_url=database_url, env=env)
-        finally:
-            hermes.stop()
 
 
 @pytest.fixture(scope="module")
@@ -127,7 +125,7 @@ def page(browser: Browser, stack: Stack, request: pytest.FixtureRequest) -> Iter
     yield watched
     context.close()
     if request.node.rep_call.failed if hasattr(request.node, "rep_call") else False:
-        print("Hermes log:\n" + stack.hermes.log_tail())
+        print("Hermes log:\n" + "\n".join(stack.hermes.log().splitlines()[-60:]))
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
