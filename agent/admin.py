@@ -78,7 +78,9 @@ def content_render(blocks: list[dict[str, Any]]) -> SafeString:
     )
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
+class _NoWrites:
+    """Refuses every add, change and delete: what the admin shows is a record, never edited after the fact."""
+
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
@@ -89,19 +91,16 @@ class ReadOnlyAdmin(admin.ModelAdmin):
         return False
 
 
-class ReadOnlyInline(admin.TabularInline):
+class ReadOnlyAdmin(_NoWrites, admin.ModelAdmin):
+    """A model's rows, to read."""
+
+
+class ReadOnlyInline(_NoWrites, admin.TabularInline):
+    """Related rows under their parent, to read."""
+
     extra = 0
     can_delete = False
     show_change_link = False
-
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
 
 class TurnInline(ReadOnlyInline):

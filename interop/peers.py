@@ -16,7 +16,6 @@ to for that peer (the allowlist is exactly the set of these origins). `dialect` 
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Mapping
@@ -27,7 +26,7 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 
-from agent.tools.config import MCPConfigError, config_value_expand
+from agent.tools.config import MCPConfigError, config_file_read, config_value_expand
 
 Dialect = Literal["a2a", "garraia", "auto"]
 DIALECTS: tuple[Dialect, ...] = ("a2a", "garraia", "auto")
@@ -128,16 +127,7 @@ def peers_from_settings() -> PeerBook:
 
 
 def peers_load(path: Path, *, environ: Mapping[str, str] | None = None) -> PeerBook:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise PeersConfigError(f"peers file {path} does not exist (HERMES_A2A_PEERS)") from None
-    except OSError as exc:
-        raise PeersConfigError(f"peers file {path} cannot be read: {exc}") from None
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise PeersConfigError(f"peers file {path} is not valid JSON: {exc}") from None
+    document = config_file_read(path, kind="peers file", setting="HERMES_A2A_PEERS", error=PeersConfigError)
     return peers_parse(document, source=str(path), environ=os.environ if environ is None else environ)
 
 

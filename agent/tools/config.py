@@ -156,16 +156,7 @@ def mcp_config_load(
     path: Path, *, default_timeout: float, environ: Mapping[str, str] | None = None
 ) -> list[ServerConfig]:
     """Read an `mcpServers` file. Raises `MCPConfigError` naming the file on any problem."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise MCPConfigError(f"MCP config file {path} does not exist (HERMES_MCP_CONFIG)") from None
-    except OSError as exc:
-        raise MCPConfigError(f"MCP config file {path} cannot be read: {exc}") from None
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise MCPConfigError(f"MCP config file {path} is not valid JSON: {exc}") from None
+    document = config_file_read(path, kind="MCP config file", setting="HERMES_MCP_CONFIG", error=MCPConfigError)
     return mcp_config_parse(document, source=str(path), default_timeout=default_timeout, environ=environ or os.environ)
 
 
@@ -271,6 +262,23 @@ def _filters(entry: dict[str, Any], where: str) -> tuple[tuple[str, ...] | None,
             raise MCPConfigError(f'{where}: "tools.{key}" must be a list of tool names')
         lists[key] = None if value is None else tuple(value)
     return lists["include"], lists["exclude"] or ()
+
+
+def config_file_read(path: Path, *, kind: str, setting: str, error: type[MCPConfigError]) -> Any:
+    """The JSON document in a configuration file; raises `error` naming the file on any problem.
+
+    A missing file's message also names `setting`, the variable that points at it.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise error(f"{kind} {path} does not exist ({setting})") from None
+    except OSError as exc:
+        raise error(f"{kind} {path} cannot be read: {exc}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise error(f"{kind} {path} is not valid JSON: {exc}") from None
 
 
 def config_value_expand(value: Any, path: str, where: str, environ: Mapping[str, str], secrets: set[str]) -> Any:

@@ -53,39 +53,18 @@ def short_id(value: Any) -> str:
     return str(value).split("-")[0]
 
 
-@register.simple_tag
-def turn_dom_id(turn_id: str) -> str:
-    return dom.turn_dom_id(turn_id)
-
-
-@register.simple_tag
-def turn_body_dom_id(turn_id: str) -> str:
-    return dom.turn_body_dom_id(turn_id)
-
-
-@register.simple_tag
-def turn_foot_dom_id(turn_id: str) -> str:
-    return dom.turn_foot_dom_id(turn_id)
-
-
-@register.simple_tag
-def block_dom_id(turn_id: str, block: int) -> str:
-    return dom.block_dom_id(turn_id, block)
-
-
-@register.simple_tag
-def chip_dom_id(turn_id: str, tool_use_id: str) -> str:
-    return dom.chip_dom_id(turn_id, tool_use_id)
-
-
-@register.simple_tag
-def approval_dom_class(approval_id: str) -> str:
-    return dom.approval_dom_class(approval_id)
-
-
-@register.simple_tag
-def decide_form_dom_id(approval_id: str, decision: str) -> str:
-    return dom.decide_form_dom_id(approval_id, decision)
+# DOM ids and classes come from `controlroom.dom`, which the consumers also use to target their
+# updates: registered as they are, a page and what is sent to it cannot disagree.
+for _dom_function in (
+    dom.turn_dom_id,
+    dom.turn_body_dom_id,
+    dom.turn_foot_dom_id,
+    dom.block_dom_id,
+    dom.chip_dom_id,
+    dom.approval_dom_class,
+    dom.decide_form_dom_id,
+):
+    register.simple_tag(_dom_function)
 
 
 @register.simple_tag

@@ -80,9 +80,16 @@ async def task_create(request: Request) -> JSONResponse:
         return _error(REFUSAL_STATUS.get(refused.code, 409), refused.message, headers=headers)
     except InboundRejected as rejected:
         return _error(REJECTION_STATUS.get(rejected.code, 503), rejected.message)
-    view = await database_sync_to_async(inbound_last_exchange)(peer=peer, dialect=DIALECT, external_id=task_id)
+    view = await _task_view(request, task_id)
     assert view is not None
     return JSONResponse(task_json(task_id, view))
+
+
+async def _task_view(request: Request, task_id: str) -> ExchangeView | None:
+    """The calling peer's task (its last exchange): a peer never sees another peer's tasks."""
+    return await database_sync_to_async(inbound_last_exchange)(
+        peer=request.scope[PEER_SCOPE_KEY], dialect=DIALECT, external_id=task_id
+    )
 
 
 def _task_request(body: Any) -> tuple[str, str] | str:
@@ -112,9 +119,7 @@ def _task_request(body: Any) -> tuple[str, str] | str:
 
 async def task_get(request: Request) -> JSONResponse:
     task_id = request.path_params["task_id"]
-    view = await database_sync_to_async(inbound_last_exchange)(
-        peer=request.scope[PEER_SCOPE_KEY], dialect=DIALECT, external_id=task_id
-    )
+    view = await _task_view(request, task_id)
     if view is None:
         return _error(404, f"no task {task_id}")
     return JSONResponse(task_json(task_id, view))
@@ -122,9 +127,7 @@ async def task_get(request: Request) -> JSONResponse:
 
 async def task_cancel(request: Request) -> JSONResponse:
     task_id = request.path_params["task_id"]
-    view = await database_sync_to_async(inbound_last_exchange)(
-        peer=request.scope[PEER_SCOPE_KEY], dialect=DIALECT, external_id=task_id
-    )
+    view = await _task_view(request, task_id)
     if view is None:
         return _error(404, f"no task {task_id}")
     if view.finished:

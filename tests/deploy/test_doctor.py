@@ -3,47 +3,23 @@
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from oikos_sim.server import RunningSim
-from tests.fakes import FakeAnthropic
 from tests.fakes.mcp_servers import MCPTestServer
 from tests.fakes.oikos_fixtures import OPERATOR_TOKEN
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="module")
-def database(tmp_path_factory: pytest.TempPathFactory) -> str:
-    path = tmp_path_factory.mktemp("doctor") / "hermes.sqlite3"
-    url = f"sqlite:///{path}"
-    subprocess.run(
-        [sys.executable, "manage.py", "migrate", "-v0"],
-        cwd=REPO_ROOT,
-        env={**os.environ, "DATABASE_URL": url},
-        check=True,
-        timeout=120,
-    )
-    return url
+from tests.fakes.subprocesses import manage
 
 
 @pytest.fixture
-def env(database: str, fake_llm: FakeAnthropic, mcp_http_server: MCPTestServer, oikos: RunningSim) -> dict[str, str]:
+def env(manage_env: dict[str, str], oikos: RunningSim) -> dict[str, str]:
     """A healthy setup: every part Hermes depends on is up and configured, nothing insecure."""
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "HERMES_", "OIKOS_"))}
     return {
-        **clean,
-        **fake_llm.env(),
+        **manage_env,
         "DJANGO_SETTINGS_MODULE": "tests.deploy.oikos_api_settings",
-        "DATABASE_URL": database,
-        "OIKOS_MCP_URL": mcp_http_server.url,
-        "OIKOS_MCP_TOKEN": mcp_http_server.token,
         # The control room's Oikos REST API and token: oikos_sim's.
         "OIKOS_API_URL": oikos.api_url,
         "OIKOS_API_TOKEN": OPERATOR_TOKEN,
@@ -52,14 +28,7 @@ def env(database: str, fake_llm: FakeAnthropic, mcp_http_server: MCPTestServer, 
 
 
 def doctor(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "manage.py", "doctor", "--timeout", "5", *args],
-        cwd=REPO_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return manage("doctor", "--timeout", "5", *args, env=env, timeout=120)
 
 
 def rows(run: subprocess.CompletedProcess[str]) -> dict[str, dict[str, str]]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import queue
 import re
 import signal
@@ -15,7 +14,8 @@ from pathlib import Path
 import httpx2
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from tests.fakes.subprocesses import REPO_ROOT, clean_environ
+
 START_SCRIPT = REPO_ROOT / "docker" / "start.sh"
 LISTENING = re.compile(r"Listening on TCP address 127\.0\.0\.1:(\d+)")
 
@@ -55,7 +55,7 @@ class Started:
 @pytest.fixture
 def started(tmp_path: Path) -> Iterator[tuple[Started, Path]]:
     database = tmp_path / "fresh.sqlite3"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "HERMES_", "OIKOS_"))}
+    env = clean_environ()
     env.update(DATABASE_URL=f"sqlite:///{database}", HERMES_BIND="127.0.0.1", HERMES_PORT="0")
     env.pop("REDIS_URL", None)
     process = subprocess.Popen(

@@ -18,9 +18,9 @@ How it works, and why:
   and a restart serves the same URL. Connections made while Daphne is starting (or restarting) wait
   in the socket's backlog instead of being refused.
 - Ready means `GET /healthz` answered (any status: a server whose database is down still serves).
-- The environment is the test process's minus every `ANTHROPIC_*`, `HERMES_*`, `OIKOS_*` and
-  `DATABASE_URL`, plus `env`; so nothing from the developer's shell leaks in. `REDIS_URL` is kept,
-  so CI runs the server on the Redis channel layer.
+- The environment is `tests.fakes.subprocesses.clean_environ()` (the test process's minus every
+  `ANTHROPIC_*`, `HERMES_*`, `OIKOS_*` and `DATABASE_URL`) plus `env`; so nothing from the
+  developer's shell leaks in. `REDIS_URL` is kept, so CI runs the server on the Redis channel layer.
 - Daphne's output (access log included) goes to a file; `log()` returns it, and a failed start
   raises with it.
 - `stop()` sends SIGTERM and waits (then SIGKILL); the fixture stops every server it started.
@@ -43,9 +43,9 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx2
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from tests.fakes.subprocesses import REPO_ROOT, clean_environ, database_migrate
+
 HERMES_TABLES = ("agent_sessions", "agent_turns", "agent_messages", "agent_activity")
-_SCRUBBED_PREFIXES = ("ANTHROPIC_", "HERMES_", "OIKOS_")
 
 
 class LiveDatabase:
@@ -67,15 +67,7 @@ class LiveDatabase:
                 admin.execute(f'CREATE DATABASE "{database_name}"')
         else:
             url = f"sqlite:///{directory / f'hermes-{name}.sqlite3'}"
-        database = cls(url)
-        subprocess.run(
-            [sys.executable, "manage.py", "migrate", "-v0"],
-            cwd=REPO_ROOT,
-            env={**_clean_environment(), "DATABASE_URL": url},
-            check=True,
-            timeout=180,
-        )
-        return database
+        return cls(database_migrate(url))
 
     @property
     def is_postgres(self) -> bool:
@@ -142,7 +134,7 @@ class DaphneServer:
             raise RuntimeError("this Daphne server was closed; build a new one")
         fd = self._listener.fileno()
         environment = {
-            **_clean_environment(),
+            **clean_environ(),
             "DATABASE_URL": self.database.url,
             "DJANGO_SETTINGS_MODULE": "hermes_site.settings",
             "PYTHONUNBUFFERED": "1",
@@ -214,14 +206,6 @@ class DaphneServer:
             return
         self.stop()
         raise RuntimeError(f"Daphne did not answer /healthz within {self.startup_timeout:g} s:\n{self.log()}")
-
-
-def _clean_environment() -> dict[str, str]:
-    return {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith(_SCRUBBED_PREFIXES) and key != "DATABASE_URL"
-    }
 
 
 def _postgres_admin(url: str) -> Any:

@@ -10,6 +10,8 @@ from pytest_django.fixtures import Settings
 
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.daphne import DaphneServer, LiveDatabase
+from tests.fakes.mcp_servers import MCPTestServer
+from tests.fakes.subprocesses import clean_environ, sqlite_copy, sqlite_migrated
 
 
 @pytest.fixture
@@ -25,6 +27,39 @@ def llm(fake_llm: FakeAnthropic, settings: Settings) -> FakeAnthropic:
     settings.ANTHROPIC_BASE_URL = fake_llm.url
     settings.ANTHROPIC_API_KEY = fake_llm.api_key
     return fake_llm
+
+
+@pytest.fixture(scope="session")
+def migrated_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A migrated SQLite file, made once per run; the fixtures below hand out copies of it."""
+    path = tmp_path_factory.mktemp("hermes-db") / "template.sqlite3"
+    sqlite_migrated(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def module_database(migrated_template: Path, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A migrated database URL that the Hermes processes of one test module share."""
+    return sqlite_copy(migrated_template, tmp_path_factory.mktemp("db") / "hermes.sqlite3")
+
+
+@pytest.fixture
+def fresh_database(migrated_template: Path, tmp_path: Path) -> str:
+    """A migrated database URL for the Hermes processes of one test."""
+    return sqlite_copy(migrated_template, tmp_path / "hermes.sqlite3")
+
+
+@pytest.fixture
+def manage_env(module_database: str, fake_llm: FakeAnthropic, mcp_http_server: MCPTestServer) -> dict[str, str]:
+    """The environment of a `manage.py` process: the scripted model, the test MCP server as Oikos,
+    the module's database, and nothing else of Hermes's configuration."""
+    return {
+        **clean_environ(),
+        **fake_llm.env(),
+        "DATABASE_URL": module_database,
+        "OIKOS_MCP_URL": mcp_http_server.url,
+        "OIKOS_MCP_TOKEN": mcp_http_server.token,
+    }
 
 
 @pytest.fixture(scope="session")

@@ -1,36 +1,17 @@
-"""Fixtures for interop tests: migrated database files and a scripted model per test module.
+"""Fixtures for interop tests: a scripted model and Hermes under Daphne per test module.
 
-Hermes processes under test (Daphne, `manage.py`) get a copy of one migrated SQLite file and reach
-their own `FakeAnthropic` through the environment.
+Hermes processes under test (Daphne, `manage.py`) get a copy of one migrated SQLite file
+(`module_database`, `fresh_database`) and reach their own `FakeAnthropic` through the environment.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable, Iterator, Mapping
 
 import pytest
 
 from tests.fakes import FakeAnthropic
-from tests.interop.processes import database_copy, database_migrate
-
-
-@pytest.fixture(scope="session")
-def migrated_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("hermes-db") / "template.sqlite3"
-    database_migrate(path)
-    return path
-
-
-@pytest.fixture(scope="module")
-def module_database(migrated_template: Path, tmp_path_factory: pytest.TempPathFactory) -> str:
-    """A migrated database URL for the Hermes processes of one test module."""
-    return database_copy(migrated_template, tmp_path_factory.mktemp("db") / "hermes.sqlite3")
-
-
-@pytest.fixture
-def fresh_database(migrated_template: Path, tmp_path: Path) -> str:
-    return database_copy(migrated_template, tmp_path / "hermes.sqlite3")
+from tests.fakes.daphne import DaphneServer, LiveDatabase
 
 
 @pytest.fixture(scope="module")
@@ -45,3 +26,26 @@ def peer_llm(module_llm: FakeAnthropic) -> Iterator[FakeAnthropic]:
     """The module's scripted model, its responder cleared after the test."""
     yield module_llm
     module_llm.responder = None
+
+
+@pytest.fixture(scope="module")
+def module_daphne(
+    module_database: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Callable[[Mapping[str, str]], DaphneServer]]:
+    """Start Hermes under Daphne on `module_database`: `module_daphne(env) -> DaphneServer`.
+
+    Returns once it answers; every server started is stopped after the module's last test.
+    """
+    servers: list[DaphneServer] = []
+    directory = tmp_path_factory.mktemp("daphne")
+
+    def start(env: Mapping[str, str]) -> DaphneServer:
+        server = DaphneServer(
+            database=LiveDatabase(module_database), env=env, log_path=directory / f"daphne-{len(servers)}.log"
+        )
+        servers.append(server)
+        return server.start()
+
+    yield start
+    for server in servers:
+        server.close()

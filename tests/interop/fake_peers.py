@@ -2,16 +2,17 @@
 
 - `FakeGarraPeer`: GarraIA's dialect (card + `POST /a2a/tasks`), answering from a script of
   `(text, status)` and recording every request (headers and body).
-- `Redirector`: answers every request with a redirect to `target`.
+- `Served(app, name)`: any ASGI app on loopback, as a context manager.
+- `redirector(target)`: answers every request with a redirect to `target`.
 - `a2a_card_app(card)`: serves only an A2A agent card (to point a client somewhere else).
 """
 
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -29,21 +30,35 @@ class Seen:
     body: Any
 
 
-@dataclass
-class FakeGarraPeer:
-    replies: deque[tuple[str, str]] = field(default_factory=deque)
-    seen: list[Seen] = field(default_factory=list)
-    url: str = ""
+class Served:
+    """Any ASGI app on loopback, as a context manager."""
 
-    def __post_init__(self) -> None:
-        self._server = LoopbackServer(
+    def __init__(self, app: Starlette, name: str) -> None:
+        self._server = LoopbackServer(app, name=name)
+        self.url = ""
+
+    def __enter__(self) -> Self:
+        self.url = self._server.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        self._server.stop()
+
+
+class FakeGarraPeer(Served):
+    def __init__(self) -> None:
+        self.replies: deque[tuple[str, str]] = deque()
+        self.seen: list[Seen] = []
+        super().__init__(
             Starlette(
                 routes=[
                     Route("/.well-known/agent.json", self._card, methods=["GET"]),
                     Route("/a2a/tasks", self._task, methods=["POST"]),
                 ]
             ),
-            name="fake-garraia",
+            "fake-garraia",
         )
 
     def script(self, *replies: str | tuple[str, str]) -> None:
@@ -68,32 +83,6 @@ class FakeGarraPeer:
                 "metadata": {},
             }
         )
-
-    def __enter__(self) -> FakeGarraPeer:
-        self.url = self._server.start()
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
-    ) -> None:
-        self._server.stop()
-
-
-class Served:
-    """Any ASGI app on loopback, as a context manager."""
-
-    def __init__(self, app: Starlette, name: str) -> None:
-        self._server = LoopbackServer(app, name=name)
-        self.url = ""
-
-    def __enter__(self) -> Served:
-        self.url = self._server.start()
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
-    ) -> None:
-        self._server.stop()
 
 
 def redirector(target: str) -> Starlette:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import httpx
@@ -15,7 +15,9 @@ from a2a.utils.constants import TransportProtocol
 from google.protobuf.json_format import MessageToDict
 
 from tests.fakes import FakeAnthropic, Reply
-from tests.interop.processes import DaphneHermes, clean_environ, database_rows, manage, pairing_tokens
+from tests.fakes.daphne import DaphneServer
+from tests.fakes.subprocesses import clean_environ, manage
+from tests.interop.processes import database_rows, pairing_tokens
 
 PEERS = ("sdk-jsonrpc", "sdk-rest", "sdk-cap", "sdk-revoked", "sdk-compat")
 
@@ -31,9 +33,8 @@ def hermes_env(module_database: str, module_llm: FakeAnthropic) -> dict[str, str
 
 
 @pytest.fixture(scope="module")
-def hermes(hermes_env: dict[str, str]) -> Iterator[DaphneHermes]:
-    with DaphneHermes(hermes_env) as server:
-        yield server
+def hermes(hermes_env: dict[str, str], module_daphne: Callable[[Mapping[str, str]], DaphneServer]) -> DaphneServer:
+    return module_daphne(hermes_env)
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +51,7 @@ def message(text: str, context_id: str = "") -> SendMessageRequest:
 
 
 async def send(
-    hermes: DaphneHermes,
+    hermes: DaphneServer,
     token: str | None,
     request: SendMessageRequest,
     *,
@@ -73,7 +74,7 @@ def task_text(task: Task) -> str:
     return "".join(part.text for artifact in task.artifacts for part in artifact.parts)
 
 
-def test_the_card_advertises_both_bindings_and_the_bearer_scheme(hermes: DaphneHermes) -> None:
+def test_the_card_advertises_both_bindings_and_the_bearer_scheme(hermes: DaphneServer) -> None:
     card = httpx2.get(f"{hermes.url}/.well-known/agent-card.json").json()
     assert card["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"] == "bearer"
     assert card["securityRequirements"] == [{"schemes": {"bearer": {}}}]
@@ -89,7 +90,7 @@ def test_the_card_advertises_both_bindings_and_the_bearer_scheme(hermes: DaphneH
     [("sdk-jsonrpc", None, True), ("sdk-rest", [TransportProtocol.HTTP_JSON], False)],
 )
 async def test_two_messages_in_one_context_reach_one_hermes_session(
-    hermes: DaphneHermes,
+    hermes: DaphneServer,
     tokens: dict[str, str],
     peer_llm: FakeAnthropic,
     peer: str,
@@ -126,7 +127,7 @@ async def test_two_messages_in_one_context_reach_one_hermes_session(
 
 
 async def test_the_per_conversation_turn_cap_rejects_the_next_message(
-    hermes: DaphneHermes, tokens: dict[str, str], peer_llm: FakeAnthropic
+    hermes: DaphneServer, tokens: dict[str, str], peer_llm: FakeAnthropic
 ) -> None:
     peer_llm.responder = lambda body: Reply.text("noted")
     first = await send(hermes, tokens["sdk-cap"], message("one"))
@@ -139,7 +140,7 @@ async def test_the_per_conversation_turn_cap_rejects_the_next_message(
 
 
 @pytest.mark.parametrize("token", [None, "hat_0123456789ab_wrong-secret"])
-async def test_no_token_or_a_wrong_token_is_401(hermes: DaphneHermes, token: str | None) -> None:
+async def test_no_token_or_a_wrong_token_is_401(hermes: DaphneServer, token: str | None) -> None:
     with pytest.raises(A2AClientError) as refused:
         await send(hermes, token, message("hello?"))
     assert isinstance(refused.value.__cause__, httpx.HTTPStatusError)
@@ -151,7 +152,7 @@ async def test_no_token_or_a_wrong_token_is_401(hermes: DaphneHermes, token: str
 
 
 async def test_a_revoked_token_is_401(
-    hermes: DaphneHermes, hermes_env: dict[str, str], tokens: dict[str, str], peer_llm: FakeAnthropic
+    hermes: DaphneServer, hermes_env: dict[str, str], tokens: dict[str, str], peer_llm: FakeAnthropic
 ) -> None:
     peer_llm.enqueue(Reply.text("hi"))
     await send(hermes, tokens["sdk-revoked"], message("hello?"))
@@ -161,7 +162,7 @@ async def test_a_revoked_token_is_401(
         await send(hermes, tokens["sdk-revoked"], message("hello again?"))
 
 
-def test_both_bindings_speak_a2a_0_3_too(hermes: DaphneHermes, tokens: dict[str, str], peer_llm: FakeAnthropic) -> None:
+def test_both_bindings_speak_a2a_0_3_too(hermes: DaphneServer, tokens: dict[str, str], peer_llm: FakeAnthropic) -> None:
     """Older clients send no `A2A-Version` header and use the 0.3 method names and paths."""
     peer_llm.enqueue(Reply.text("Hello from 0.3."), Reply.text("Hello over REST."))
     headers = {"Authorization": f"Bearer {tokens['sdk-compat']}"}

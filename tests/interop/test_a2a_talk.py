@@ -8,22 +8,17 @@ import re
 import signal
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.fakes import FakeAnthropic, Reply
+from tests.fakes.daphne import DaphneServer
+from tests.fakes.subprocesses import REPO_ROOT, clean_environ, manage
 from tests.interop.listeners import SilentListener
-from tests.interop.processes import (
-    REPO_ROOT,
-    DaphneHermes,
-    clean_environ,
-    database_rows,
-    manage,
-    pairing_tokens,
-)
+from tests.interop.processes import database_rows, pairing_tokens
 
 
 @pytest.fixture(scope="module")
@@ -32,9 +27,8 @@ def hermes_b_env(module_database: str, module_llm: FakeAnthropic) -> dict[str, s
 
 
 @pytest.fixture(scope="module")
-def hermes_b(hermes_b_env: dict[str, str]) -> Iterator[DaphneHermes]:
-    with DaphneHermes(hermes_b_env) as server:
-        yield server
+def hermes_b(hermes_b_env: dict[str, str], module_daphne: Callable[[Mapping[str, str]], DaphneServer]) -> DaphneServer:
+    return module_daphne(hermes_b_env)
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +62,7 @@ def user_texts(request: Any) -> list[str]:
 @pytest.mark.parametrize("dialect", ["a2a", "garraia"])
 @pytest.mark.parametrize("stop", ["marker", "turn_cap"])
 def test_two_hermes_processes_talk_until_the_stop_rule_ends_it(
-    hermes_b: DaphneHermes,
+    hermes_b: DaphneServer,
     token_for_a: str,
     module_llm: FakeAnthropic,
     fake_llm: FakeAnthropic,
@@ -121,7 +115,7 @@ def test_two_hermes_processes_talk_until_the_stop_rule_ends_it(
 
 
 def test_a_url_off_the_allowlist_is_refused_without_connecting(
-    hermes_b: DaphneHermes, fake_llm: FakeAnthropic, fresh_database: str, tmp_path: Path
+    hermes_b: DaphneServer, fake_llm: FakeAnthropic, fresh_database: str, tmp_path: Path
 ) -> None:
     peers = {"hermes-b": {"url": hermes_b.url, "dialect": "a2a"}}
     env = hermes_a_env(fresh_database, fake_llm, tmp_path, peers)
@@ -134,7 +128,7 @@ def test_a_url_off_the_allowlist_is_refused_without_connecting(
 
 
 def test_ctrl_c_stops_the_turn_in_flight_and_closes_the_conversation(
-    hermes_b: DaphneHermes,
+    hermes_b: DaphneServer,
     token_for_a: str,
     module_llm: FakeAnthropic,
     fake_llm: FakeAnthropic,

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import httpx2
 import pytest
 
 from tests.fakes import FakeAnthropic, Reply
-from tests.interop.processes import DaphneHermes, clean_environ, database_rows, pairing_tokens
+from tests.fakes.daphne import DaphneServer
+from tests.fakes.subprocesses import clean_environ
+from tests.interop.processes import database_rows, pairing_tokens
 
 STATUSES = {"submitted", "working", "completed", "failed", "canceled"}
 PEERS = ("garra-two", "garra-new", "garra-get", "garra-cancel", "garra-fail", "garra-cap", "garra-rate", "garra-big")
@@ -29,9 +31,8 @@ def hermes_env(module_database: str, module_llm: FakeAnthropic) -> dict[str, str
 
 
 @pytest.fixture(scope="module")
-def hermes(hermes_env: dict[str, str]) -> Iterator[DaphneHermes]:
-    with DaphneHermes(hermes_env) as server:
-        yield server
+def hermes(hermes_env: dict[str, str], module_daphne: Callable[[Mapping[str, str]], DaphneServer]) -> DaphneServer:
+    return module_daphne(hermes_env)
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +40,7 @@ def tokens(hermes_env: dict[str, str]) -> dict[str, str]:
     return pairing_tokens(*PEERS, env=hermes_env)
 
 
-def post_task(hermes: DaphneHermes, token: str, text: str, task_id: str | None = None, **extra: Any) -> httpx2.Response:
+def post_task(hermes: DaphneServer, token: str, text: str, task_id: str | None = None, **extra: Any) -> httpx2.Response:
     body: dict[str, Any] = {"message": {"role": "user", "parts": [{"type": "text", "text": text}]}, **extra}
     if task_id is not None:
         body["id"] = task_id
@@ -54,7 +55,7 @@ def assert_task_shape(task: dict[str, Any]) -> None:
         assert all(part["type"] == "text" and isinstance(part["text"], str) for part in message["parts"])
 
 
-def test_the_card_has_garraias_shape(hermes: DaphneHermes) -> None:
+def test_the_card_has_garraias_shape(hermes: DaphneServer) -> None:
     card = httpx2.get(f"{hermes.url}/.well-known/agent.json").json()
     assert set(card) == {"name", "url", "version", "description", "capabilities", "skills"}
     assert card["url"] == hermes.url and card["name"] == "hermes"
@@ -63,7 +64,7 @@ def test_the_card_has_garraias_shape(hermes: DaphneHermes) -> None:
 
 
 def test_two_posts_with_one_id_continue_one_session(
-    hermes: DaphneHermes, tokens: dict[str, str], peer_llm: FakeAnthropic
+    hermes: DaphneServer, tokens: dict[str, str], peer_llm: FakeAnthropic
 ) -> None:
     peer_llm.enqueue(Reply.text("Caddy is healthy."), Reply.text("It fronts jellyfin."))
     before = len(peer_llm.requests)
@@ -91,14 +92,14 @@ def test_two_posts_with_one_id_continue_one_session(
     assert rows == [("peer:garra-two", "a2a")]
 
 
-def test_a_post_without_id_gets_one(hermes: DaphneHermes, tokens: dict[str, str], peer_llm: FakeAnthropic) -> None:
+def test_a_post_without_id_gets_one(hermes: DaphneServer, tokens: dict[str, str], peer_llm: FakeAnthropic) -> None:
     peer_llm.enqueue(Reply.text("Hello."))
     task = post_task(hermes, tokens["garra-new"], "hello?").json()
     assert task["status"] == "completed" and len(task["id"]) >= 16
 
 
 def test_get_answers_the_task_and_404_for_an_unknown_one(
-    hermes: DaphneHermes, tokens: dict[str, str], peer_llm: FakeAnthropic
+    hermes: DaphneServer, tokens: dict[str, str], peer_llm: FakeAnthropic
 ) -> None:
     peer_llm.enqueue(Reply.text("All green."))
     headers = {"Authorization": f"Bearer {tokens['garra-get']}"}
@@ -114,7 +115,7 @@ def test_get_answers_the_task_and_404_for_an_unknown_one(
 
 
 def test_cancel_answers_404_unknown_409_finished_and_cancels_a_running_task(
-    hermes: DaphneHermes, tokens: dict[str, str], peer_llm: FakeAnthropic
+    hermes: DaphneServer, tokens: dict[str, str], peer_llm: FakeAnthropic
 ) -> None:
     headers = {"Authorization": f"Bearer {tokens['garra-cancel']}"}
     assert httpx2.post(f"{hermes.url}/a2a/tasks/nobody/cancel", headers=headers).status_code == 404
@@ -137,7 +138,7 @@ def test_cancel_answers_404_unknown_409_finished_and_cancels_a_running_task(
     assert httpx2.post(f"{hermes.url}/a2a/tasks/slow-1/cancel", headers=headers).status_code == 409
 
 
-def test_a_failed_turn_is_a_failed_task(hermes: DaphneHermes, tokens: dict[str, str], peer_llm: FakeAnthropic) -> None:
+def test_a_failed_turn_is_a_failed_task(hermes: DaphneServer, tokens: dict[str, str], peer_llm: FakeAnthropic) -> None:
     peer_llm.enqueue(Reply.http_error(400, "invalid_request_error", "prompt is too long"))
     task = post_task(hermes, tokens["garra-fail"], "hello?", "fails").json()
     assert_task_shape(task)
@@ -146,7 +147,7 @@ def test_a_failed_turn_is_a_failed_task(hermes: DaphneHermes, tokens: dict[str, 
 
 
 def test_the_turn_cap_and_the_rate_limit_refuse_without_running_a_turn(
-    hermes: DaphneHermes, tokens: dict[str, str], peer_llm: FakeAnthropic
+    hermes: DaphneServer, tokens: dict[str, str], peer_llm: FakeAnthropic
 ) -> None:
     peer_llm.responder = lambda body: Reply.text("ok")
     assert [post_task(hermes, tokens["garra-cap"], f"n{i}", "capped").status_code for i in range(2)] == [200, 200]
@@ -161,13 +162,13 @@ def test_the_turn_cap_and_the_rate_limit_refuse_without_running_a_turn(
     assert len(peer_llm.requests) == count + 3  # only the accepted messages reached the model
 
 
-def test_bodies_over_the_limit_get_413(hermes: DaphneHermes, tokens: dict[str, str]) -> None:
+def test_bodies_over_the_limit_get_413(hermes: DaphneServer, tokens: dict[str, str]) -> None:
     response = post_task(hermes, tokens["garra-big"], "x" * 5000, "big")
     assert response.status_code == 413
 
 
 @pytest.mark.parametrize("authorization", [None, "Bearer hat_000000000000_not-a-real-token", "Basic Zm9vOmJhcg=="])
-def test_without_a_valid_token_every_task_route_is_401(hermes: DaphneHermes, authorization: str | None) -> None:
+def test_without_a_valid_token_every_task_route_is_401(hermes: DaphneServer, authorization: str | None) -> None:
     headers = {"Authorization": authorization} if authorization else {}
     body = {"id": "x", "message": {"role": "user", "parts": [{"type": "text", "text": "hi"}]}}
     for response in (
@@ -179,7 +180,7 @@ def test_without_a_valid_token_every_task_route_is_401(hermes: DaphneHermes, aut
         assert response.headers["www-authenticate"].startswith("Bearer ")
 
 
-def test_malformed_requests_get_400(hermes: DaphneHermes, tokens: dict[str, str]) -> None:
+def test_malformed_requests_get_400(hermes: DaphneServer, tokens: dict[str, str]) -> None:
     headers = {"Authorization": f"Bearer {tokens['garra-big']}"}
     url = f"{hermes.url}/a2a/tasks"
     assert httpx2.post(url, content=b"{not json", headers=headers).status_code == 400

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Mapping
 
 import httpx2
 import pytest
@@ -10,13 +10,17 @@ from pytest_django.fixtures import Settings
 
 from interop.server.app import a2a_asgi_app
 from tests.fakes import FakeAnthropic, Reply
-from tests.interop.processes import DaphneHermes, clean_environ, database_rows
+from tests.fakes.daphne import DaphneServer
+from tests.fakes.subprocesses import clean_environ
+from tests.interop.processes import database_rows
 
 TASK = {"id": "garra-1", "message": {"role": "user", "parts": [{"type": "text", "text": "Oi Hermes"}]}}
 
 
 @pytest.fixture(scope="module")
-def hermes(module_database: str, module_llm: FakeAnthropic) -> Iterator[DaphneHermes]:
+def hermes(
+    module_database: str, module_llm: FakeAnthropic, module_daphne: Callable[[Mapping[str, str]], DaphneServer]
+) -> DaphneServer:
     env = {
         **clean_environ(),
         **module_llm.env(),
@@ -24,12 +28,11 @@ def hermes(module_database: str, module_llm: FakeAnthropic) -> Iterator[DaphneHe
         "HERMES_A2A_GARRAIA_LOOPBACK_NO_TOKEN": "true",
         "HERMES_A2A_GARRAIA_LOOPBACK_PEER": "garraia-local",
     }
-    with DaphneHermes(env) as server:
-        yield server
+    return module_daphne(env)
 
 
 def test_enabled_it_accepts_a_tokenless_garraia_call_from_loopback(
-    hermes: DaphneHermes, peer_llm: FakeAnthropic
+    hermes: DaphneServer, peer_llm: FakeAnthropic
 ) -> None:
     peer_llm.enqueue(Reply.text("Olá, Garra."))
     response = httpx2.post(f"{hermes.url}/a2a/tasks", json=TASK, timeout=60)
@@ -43,7 +46,7 @@ def test_enabled_it_accepts_a_tokenless_garraia_call_from_loopback(
     assert httpx2.get(f"{hermes.url}/a2a/tasks/garra-1").json()["status"] == "completed"
 
 
-def test_enabled_it_still_refuses_a_web_page_and_the_other_routes(hermes: DaphneHermes) -> None:
+def test_enabled_it_still_refuses_a_web_page_and_the_other_routes(hermes: DaphneServer) -> None:
     # A browser on the same machine is loopback too; it always sends Origin on a cross-site POST.
     from_page = httpx2.post(f"{hermes.url}/a2a/tasks", json=TASK, headers={"Origin": "https://evil.example"})
     assert from_page.status_code == 401

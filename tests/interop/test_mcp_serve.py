@@ -14,7 +14,8 @@ from mcp import Client, MCPError, StdioServerParameters
 from mcp.types import INVALID_PARAMS, Implementation
 
 from tests.fakes import FakeAnthropic, Reply
-from tests.interop.processes import REPO_ROOT, clean_environ, database_rows
+from tests.fakes.subprocesses import REPO_ROOT, clean_environ
+from tests.interop.processes import database_rows
 
 
 @pytest.fixture

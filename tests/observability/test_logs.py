@@ -4,70 +4,31 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
-
-import pytest
 
 from tests.fakes import FakeAnthropic, Reply, tool_use
 from tests.fakes.mcp_servers import MCPTestServer
 from tests.fakes.scripted_models import DegradedInvestigator
+from tests.fakes.subprocesses import manage
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 QUESTION = "what's degraded and what depends on it?"
-
-
-@pytest.fixture(scope="module")
-def database(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """A migrated SQLite file shared by this module's processes."""
-    path = tmp_path_factory.mktemp("logs") / "hermes.sqlite3"
-    url = f"sqlite:///{path}"
-    subprocess.run(
-        [sys.executable, "manage.py", "migrate", "-v0"],
-        cwd=REPO_ROOT,
-        env={**os.environ, "DATABASE_URL": url},
-        check=True,
-        timeout=120,
-    )
-    return url
-
-
-@pytest.fixture
-def env(database: str, fake_llm: FakeAnthropic, mcp_http_server: MCPTestServer) -> dict[str, str]:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "HERMES_", "OIKOS_"))}
-    return {
-        **clean,
-        **fake_llm.env(),
-        "DATABASE_URL": database,
-        "OIKOS_MCP_URL": mcp_http_server.url,
-        "OIKOS_MCP_TOKEN": mcp_http_server.token,
-    }
 
 
 def ask_json(env: dict[str, str]) -> tuple[list[dict[str, Any]], str]:
     """Run one turn; returns its events (stdout) and everything it logged (stderr)."""
-    run = subprocess.run(
-        [sys.executable, "manage.py", "ask", QUESTION, "--json"],
-        cwd=REPO_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    run = manage("ask", QUESTION, "--json", env=env, timeout=120)
     assert run.returncode == 0, run.stderr
     return [json.loads(line) for line in run.stdout.splitlines()], run.stderr
 
 
 class TestCorrelation:
     def test_json_lines_of_a_turn_carry_its_correlation_and_session_ids(
-        self, env: dict[str, str], fake_llm: FakeAnthropic
+        self, manage_env: dict[str, str], fake_llm: FakeAnthropic
     ) -> None:
         model = DegradedInvestigator()
         fake_llm.responder = model
 
-        events, logged = ask_json({**env, "HERMES_LOG_FORMAT": "json"})
+        events, logged = ask_json({**manage_env, "HERMES_LOG_FORMAT": "json"})
 
         done = events[-1]
         assert done["type"] == "done"
@@ -100,10 +61,12 @@ class TestCorrelation:
         assert model.answers[-1].splitlines()[0] not in logged
         assert "service:authentik" not in logged  # only the tool's output names it
 
-    def test_text_lines_are_readable_and_carry_the_ids_too(self, env: dict[str, str], fake_llm: FakeAnthropic) -> None:
+    def test_text_lines_are_readable_and_carry_the_ids_too(
+        self, manage_env: dict[str, str], fake_llm: FakeAnthropic
+    ) -> None:
         fake_llm.responder = DegradedInvestigator()
 
-        events, logged = ask_json(env)
+        events, logged = ask_json(manage_env)
 
         done = events[-1]
         finished = [line for line in logged.splitlines() if " turn.finished " in line]
@@ -115,7 +78,7 @@ class TestCorrelation:
 
 class TestSecrets:
     def test_no_configured_secret_reaches_the_log_even_when_a_tool_echoes_it(
-        self, env: dict[str, str], fake_llm: FakeAnthropic, mcp_http_server: MCPTestServer
+        self, manage_env: dict[str, str], fake_llm: FakeAnthropic, mcp_http_server: MCPTestServer
     ) -> None:
         notes_key = "notes-api-key-7c1e55d0"
         secrets = [notes_key, mcp_http_server.token, fake_llm.api_key]
@@ -128,7 +91,12 @@ class TestSecrets:
             ),
             Reply.text("Done."),
         )
-        debug_env = {**env, "HERMES_LOG_LEVEL": "DEBUG", "HERMES_REDACT": "NOTES_API_KEY", "NOTES_API_KEY": notes_key}
+        debug_env = {
+            **manage_env,
+            "HERMES_LOG_LEVEL": "DEBUG",
+            "HERMES_REDACT": "NOTES_API_KEY",
+            "NOTES_API_KEY": notes_key,
+        }
 
         _, logged = ask_json(debug_env)
 
@@ -142,13 +110,6 @@ class TestSecrets:
 
 
 def test_an_unknown_log_format_stops_hermes_with_a_clear_error() -> None:
-    run = subprocess.run(
-        [sys.executable, "manage.py", "check"],
-        cwd=REPO_ROOT,
-        env={**os.environ, "HERMES_LOG_FORMAT": "xml"},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    run = manage("check", env={**os.environ, "HERMES_LOG_FORMAT": "xml"}, timeout=60)
     assert run.returncode != 0
     assert "HERMES_LOG_FORMAT must be one of text, json, not 'xml'" in run.stderr

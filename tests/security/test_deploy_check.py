@@ -11,7 +11,8 @@ import httpx2
 import pytest
 
 from tests.fakes.daphne import DaphneServer
-from tests.security.subprocesses import REPO_ROOT, clean_environment, manage
+from tests.fakes.subprocesses import REPO_ROOT, manage
+from tests.security.subprocesses import clean_environment
 
 # The README's production example ("Security" section), with a key of the documented kind.
 PRODUCTION = {

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 import access.exposure
+from tests.fakes.subprocesses import manage
 from tests.security.asgi_client import MESH_PEER, http
-from tests.security.subprocesses import clean_environment, manage, python
+from tests.security.subprocesses import clean_environment, python
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import socket
 import subprocess
@@ -12,7 +11,7 @@ from pathlib import Path
 
 import httpx2
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from tests.fakes.subprocesses import REPO_ROOT, clean_environ
 
 
 def _free_port() -> int:
@@ -23,7 +22,7 @@ def _free_port() -> int:
 
 def test_the_launcher_serves_the_control_room_beside_oikos_sim(tmp_path: Path) -> None:
     port, oikos_port = _free_port(), _free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "HERMES_", "OIKOS_", "DATABASE_"))}
+    env = clean_environ()
     env["HERMES_DATA_DIR"] = str(tmp_path)
     launcher = subprocess.Popen(
         [sys.executable, "-m", "hermes_site.dev", "--port", str(port), "--oikos-port", str(oikos_port)],

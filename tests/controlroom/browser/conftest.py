@@ -9,7 +9,6 @@ Playwright's sync API refuses to run inside an asyncio loop; these tests are pla
 
 from __future__ import annotations
 
-import os
 import secrets
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -20,9 +19,10 @@ from playwright.sync_api import Browser, ConsoleMessage, Page, sync_playwright
 
 from oikos_sim.auth import DEFAULT_TOKENS
 from oikos_sim.server import RunningSim, serve_in_thread
-from tests.controlroom.live import REPO_ROOT, LiveHermes, migrated_sqlite
 from tests.fakes import FakeAnthropic
+from tests.fakes.daphne import DaphneServer, LiveDatabase
 from tests.fakes.operator_models import OperatorModel
+from tests.fakes.subprocesses import REPO_ROOT, clean_environ, sqlite_migrated
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -40,7 +40,7 @@ EXECUTION_SECONDS = 1.0
 
 @dataclass
 class Stack:
-    hermes: LiveHermes
+    hermes: DaphneServer
     oikos: RunningSim
     model: FakeAnthropic
     database_url: str
@@ -52,9 +52,8 @@ class Stack:
 
 
 def hermes_env(*, database_url: str, oikos: RunningSim, model: FakeAnthropic) -> dict[str, str]:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "HERMES_", "OIKOS_"))}
     env = {
-        **clean,
+        **clean_environ(),
         **model.env(),
         "DATABASE_URL": database_url,
         "OIKOS_MCP_URL": oikos.mcp_url,
@@ -74,16 +73,14 @@ def hermes_env(*, database_url: str, oikos: RunningSim, model: FakeAnthropic) ->
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     if not CHROMIUM.exists():
         pytest.skip("browser tests need Debian's chromium at /usr/bin/chromium")
-    database_url = migrated_sqlite(tmp_path_factory.mktemp("browser") / "hermes.sqlite3")
+    directory = tmp_path_factory.mktemp("browser")
+    database_url = sqlite_migrated(directory / "hermes.sqlite3")
     with serve_in_thread(execution_seconds=EXECUTION_SECONDS) as oikos, FakeAnthropic() as model:
         model.responder = OperatorModel()
         env = hermes_env(database_url=database_url, oikos=oikos, model=model)
-        hermes = LiveHermes(env)
-        hermes.start()
-        try:
+        log = directory / "daphne.log"
+        with DaphneServer(database=LiveDatabase(database_url), env=env, log_path=log) as hermes:
             yield Stack(hermes=hermes, oikos=oikos, model=model, database_url=database_url, env=env)
-        finally:
-            hermes.stop()
 
 
 @pytest.fixture(scope="module")
@@ -128,7 +125,7 @@ def page(browser: Browser, stack: Stack, request: pytest.FixtureRequest) -> Iter
     yield watched
     context.close()
     if request.node.rep_call.failed if hasattr(request.node, "rep_call") else False:
-        print("Hermes log:\n" + stack.hermes.log_tail())
+        print("Hermes log:\n" + "\n".join(stack.hermes.log().splitlines()[-60:]))
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)

@@ -10,24 +10,23 @@ from playwright.sync_api import Browser, expect
 
 from tests.controlroom.browser.conftest import Stack, watch
 from tests.controlroom.browser.steps import SESSION_URL, ask, last_turn
-from tests.controlroom.live import LiveHermes
+from tests.fakes.daphne import DaphneServer
 from tests.fakes.operator_models import STOPPABLE_ANSWER
 
 pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture(scope="module")
-def second_process(stack: Stack) -> Iterator[LiveHermes]:
+def second_process(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[DaphneServer]:
     if not os.environ.get("REDIS_URL"):
         pytest.skip("two processes share turns only through Redis; REDIS_URL is not set (CI sets it)")
-    hermes = LiveHermes(stack.env)
-    hermes.start()
-    yield hermes
-    hermes.stop()
+    log = tmp_path_factory.mktemp("second-process") / "daphne.log"
+    with DaphneServer(database=stack.hermes.database, env=stack.env, log_path=log) as hermes:
+        yield hermes
 
 
 def test_a_turn_running_in_one_process_is_followed_and_stopped_from_another(
-    browser: Browser, stack: Stack, second_process: LiveHermes
+    browser: Browser, stack: Stack, second_process: DaphneServer
 ) -> None:
     first = watch(browser.new_context(base_url=stack.url, color_scheme="dark").new_page())
     first.page.goto("/ui/")
