@@ -43,7 +43,7 @@ def test_the_bare_host_opens_the_control_room(client: Client) -> None:
 
 def test_home_is_a_new_chat_beside_the_sessions_and_the_rail(client: Client) -> None:
     html = client.get("/ui/").content.decode()
-    assert 'ws-connect="/ws/ui/?rail=1"' in html
+    assert 'ws-connect="/ws/ui/?rail=1&amp;sessions=1"' in html
     assert '<div id="transcript" class="transcript" hx-disable' in html
     assert 'id="rail"' in html and 'id="session-list"' in html and 'name="message"' in html
     assert "hx-ws-2" in html and "htmx-2" in html
@@ -68,7 +68,7 @@ async def test_asking_opens_a_session_and_swaps_in_its_conversation(
     assert (response["HX-Retarget"], response["HX-Reswap"]) == ("#conversation", "outerHTML")
     assert response["HX-Push-Url"] == f"/ui/s/{session.id}/"
     html = response.content.decode()
-    assert f'ws-connect="/ws/ui/?session={session.id}&amp;rail=1"' in html
+    assert f'ws-connect="/ws/ui/?session={session.id}&amp;rail=1&amp;sessions=1"' in html
     assert "hello there" in html and 'id="session-list" hx-swap-oob="true"' in html
     assert session.title == "hello there" and session.actor == "operator:operator" and session.origin == "ui"
     first = await Turn.objects.aget(session=session)

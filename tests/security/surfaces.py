@@ -46,4 +46,4 @@ A2A_SURFACES: list[tuple[str, str]] = [
 ]
 
 # Every websocket path.
-WEBSOCKET_SURFACES: list[str] = ["/ws/ui/", "/ws/ui/?rail=1"]
+WEBSOCKET_SURFACES: list[str] = ["/ws/ui/", "/ws/ui/?rail=1&sessions=1", "/ws/ui/?approvals=1"]
