@@ -36,10 +36,8 @@ from typing import Any
 from channels.layers import BaseChannelLayer, get_channel_layer
 from django.utils import timezone
 
-from agent.engine.budgets import Budgets
 from agent.engine.events import Done, Event, TextDelta
-from agent.engine.runner import TurnHandle, turn_start
-from agent.tools.hub import ToolHub
+from agent.engine.runner import TurnHandle
 
 logger = logging.getLogger(__name__)
 
@@ -100,28 +98,12 @@ class TurnRegistry:
 
     # --- starting and stopping -------------------------------------------------------------------
 
-    async def turn_submit(
-        self,
-        *,
-        text: str,
-        actor: str,
-        origin: str,
-        session_id: uuid.UUID | None = None,
-        hub: ToolHub | None = None,
-        budgets: Budgets | None = None,
-        origin_peer: str | None = None,
-    ) -> TurnHandle:
-        """Start a turn (see `turn_start`, whose `TurnRejected` it raises) and publish its events
-        until it ends."""
-        handle = await turn_start(
-            text=text,
-            actor=actor,
-            origin=origin,
-            session_id=session_id,
-            hub=hub,
-            budgets=budgets,
-            origin_peer=origin_peer,
-        )
+    async def turn_follow(self, handle: TurnHandle) -> TurnHandle:
+        """Own a turn just started here (`turn_start`): publish its events until it ends, and take
+        the stops sent to it. Returns the handle, so `turn_follow(await turn_start(...))` reads well.
+
+        Nothing is missed between the start and this call: a handle replays its events to every reader.
+        """
         await self._control_ensure()
         assert self._control_channel is not None
         await self.layer.group_add(turn_group(handle.turn_id), self._control_channel)

@@ -9,7 +9,7 @@ from agent.api.bodies import fields_check, json_object_read, session_id_parse
 from agent.api.errors import ApiError, api_view
 from agent.api.operator import request_actor
 from agent.api.sse import turn_event_stream
-from agent.engine.runner import TurnRejected
+from agent.engine.runner import TurnRejected, turn_start
 from agent.live import turn_registry
 from agent.tools import MCPConfigError, tool_hub
 
@@ -41,7 +41,7 @@ async def chat(request: HttpRequest) -> StreamingHttpResponse:
     except MCPConfigError as exc:
         raise ApiError(503, "mcp_config_error", str(exc)) from None
     try:
-        handle = await turn_registry().turn_submit(
+        handle = await turn_start(
             text=message,
             actor=request_actor(request),
             origin="api",
@@ -50,6 +50,8 @@ async def chat(request: HttpRequest) -> StreamingHttpResponse:
         )
     except TurnRejected as rejected:
         raise ApiError(REJECTION_STATUS.get(rejected.code, 400), rejected.code, rejected.message) from None
+    # Followed live: the control room shows the turn, and it can be stopped from anywhere.
+    await turn_registry().turn_follow(handle)
 
     response = StreamingHttpResponse(
         turn_event_stream(handle, keepalive=settings.HERMES_SSE_KEEPALIVE),

@@ -13,7 +13,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import push_url, reswap, retarget
 
-from agent.engine.runner import TurnRejected
+from agent.engine.runner import TurnRejected, turn_start
 from agent.live import turn_registry
 from controlroom import selectors
 from controlroom.forms import AskForm
@@ -63,12 +63,11 @@ async def ask(request: HtmxHttpRequest) -> HttpResponse:
     session_id: uuid.UUID | None = form.cleaned_data["session"]
     text: str = form.cleaned_data["message"]
     try:
-        handle = await turn_registry().turn_submit(
-            text=text, actor=turn_actor(operator), origin="ui", session_id=session_id
-        )
+        handle = await turn_start(text=text, actor=turn_actor(operator), origin="ui", session_id=session_id)
     except TurnRejected as rejected:
         error = BUSY if rejected.code == "session_busy" else rejected.message
         return await _composer(request, place=place, session_id=session_id, text=text, error=error)
+    await turn_registry().turn_follow(handle)
     await request.session.aset(DRAWER_SESSION_KEY, str(handle.session_id))
     if not request.htmx:
         return redirect("controlroom:session", session_id=handle.session_id)

@@ -22,7 +22,7 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 
 from agent.engine.budgets import Budgets
-from agent.engine.runner import TurnHandle, TurnRejected
+from agent.engine.runner import TurnHandle, TurnRejected, turn_start
 from agent.live import turn_registry
 from interop import services
 from interop.services import ConversationRefused
@@ -109,7 +109,7 @@ async def _turn_start(peer: str, text: str, begun: services.ExchangeBegun) -> Tu
     session_id = begun.session_id
     for _attempt in (1, 2):
         try:
-            return await turn_registry().turn_submit(
+            handle = await turn_start(
                 text=text,
                 actor=f"peer:{peer}",
                 origin="a2a",
@@ -125,6 +125,7 @@ async def _turn_start(peer: str, text: str, begun: services.ExchangeBegun) -> Tu
                 exchange_id=begun.exchange_id, state="rejected", error=rejected.message
             )
             raise InboundRejected(rejected.code, rejected.message) from None
+        return await turn_registry().turn_follow(handle)
     raise AssertionError("unreachable")
 
 

@@ -10,10 +10,11 @@ import pytest
 from channels.layers import BaseChannelLayer
 
 from agent.engine.events import TextDelta
-from agent.live import TurnRegistry, session_group, turn_registry
+from agent.live import TurnRegistry, session_group
 from agent.models import AgentSession
 from oikos_sim.server import RunningSim
 from tests.fakes import FakeAnthropic, Reply
+from tests.fakes.channel_layers import live_turn
 from tests.fakes.scripted_models import DegradedInvestigator
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -43,7 +44,7 @@ async def test_deltas_are_coalesced_numbered_and_each_block_ends_with_its_full_t
 ) -> None:
     session_id, channel = await _listen(channel_layer, llm)
     llm.enqueue(Reply.text(ANSWER, chunk=1))
-    handle = await turn_registry().turn_submit(text="count", actor="operator:test", origin="ui", session_id=session_id)
+    handle = await live_turn("count", session_id=session_id)
 
     messages = await _until_done(channel_layer, channel)
 
@@ -66,9 +67,7 @@ async def test_tool_events_arrive_in_call_order_between_text_blocks(
 ) -> None:
     session_id, channel = await _listen(channel_layer, llm)
     llm.responder = DegradedInvestigator()
-    await turn_registry().turn_submit(
-        text="what's degraded?", actor="operator:test", origin="ui", session_id=session_id
-    )
+    await live_turn("what's degraded?", session_id=session_id)
 
     kinds = [m["event"]["type"] for m in await _until_done(channel_layer, channel)]
 
@@ -81,9 +80,7 @@ async def test_the_owner_answers_a_state_request_with_the_turn_so_far(
 ) -> None:
     session_id, channel = await _listen(channel_layer, llm)
     llm.enqueue(Reply.text(ANSWER, chunk=5, delay=0.002))
-    handle = await turn_registry().turn_submit(
-        text="count slowly", actor="operator:test", origin="ui", session_id=session_id
-    )
+    handle = await live_turn("count slowly", session_id=session_id)
     # Wait for some text to be published, then ask as another process would.
     while True:
         message = await channel_layer.receive(channel)
@@ -109,7 +106,7 @@ async def test_a_secret_pasted_into_a_question_never_crosses_the_layer(
     llm.enqueue(Reply.text("I cannot check passwords."))
     pasted = f"is {llm.api_key} still valid?"
 
-    await turn_registry().turn_submit(text=pasted, actor="operator:test", origin="ui", session_id=session_id)
+    await live_turn(pasted, session_id=session_id)
     messages = await _until_done(channel_layer, channel)
 
     assert messages[0]["event"]["question"] == "is [REDACTED] still valid?"

@@ -24,6 +24,7 @@ from agent.models import Message, Turn
 from oikos_sim.server import RunningSim
 from tests.controlroom.conftest import Connect, Frames, browser_socket
 from tests.fakes import FakeAnthropic, Reply
+from tests.fakes.channel_layers import live_turn
 from tests.fakes.scripted_models import ExecutionRequester
 from tests.security.asgi_client import http
 
@@ -35,7 +36,7 @@ LONG = " ".join(f"word{n}" for n in range(400))
 
 async def _session_with_one_turn(llm: FakeAnthropic, text: str = "is caddy fine?") -> uuid.UUID:
     llm.enqueue(Reply.text(ANSWER))
-    handle = await turn_registry().turn_submit(text=text, actor="operator:test", origin="ui")
+    handle = await live_turn(text)
     await handle.wait()
     return handle.session_id
 
@@ -59,9 +60,7 @@ async def test_snapshot_then_a_live_turn_streams_in_coalesced_steps_and_ends_as_
     assert "is caddy fine?" in snapshot and "<strong>twelve</strong>" in snapshot
 
     llm.enqueue(Reply.text(LONG, chunk=3, delay=0.001))
-    handle = await turn_registry().turn_submit(
-        text="and now a long one", actor="operator:test", origin="ui", session_id=session_id
-    )
+    handle = await live_turn("and now a long one", session_id=session_id)
     done = await frames.until(_finished(handle.turn_id).search)
 
     turn_frames = _turn_frames(frames, handle.turn_id)
@@ -81,9 +80,7 @@ async def test_a_socket_joining_mid_turn_gets_the_turn_so_far_from_its_owner_the
 ) -> None:
     session_id = await _session_with_one_turn(llm)
     llm.enqueue(Reply.text(LONG, chunk=8, delay=0.004))
-    handle = await turn_registry().turn_submit(
-        text="long again", actor="operator:test", origin="ui", session_id=session_id
-    )
+    handle = await live_turn("long again", session_id=session_id)
     async with asyncio.timeout(10), contextlib.aclosing(handle.events()) as events:
         deltas = 0
         async for event in events:
@@ -108,9 +105,7 @@ async def test_a_gap_in_the_numbering_is_repaired_from_the_owners_state(
     frames = await socket(f"/ws/ui/?session={session_id}")
     await frames.next()
     llm.enqueue(Reply.text(LONG, chunk=8, delay=0.004))
-    handle = await turn_registry().turn_submit(
-        text="long with a gap", actor="operator:test", origin="ui", session_id=session_id
-    )
+    handle = await live_turn("long with a gap", session_id=session_id)
     await frames.until(lambda f: f"beforeend:#blk-{handle.turn_id}-0" in f)
 
     # A message from far ahead: the ones in between were lost (the in-memory layer drops past capacity).
@@ -139,9 +134,7 @@ async def test_stop_from_another_process_cancels_the_turn_and_keeps_its_partial_
     frames = await socket(f"/ws/ui/?session={session_id}")
     await frames.next()
     llm.enqueue(Reply.text(LONG, chunk=4, delay=0.01))
-    handle = await turn_registry().turn_submit(
-        text="a long one to stop", actor="operator:test", origin="ui", session_id=session_id
-    )
+    handle = await live_turn("a long one to stop", session_id=session_id)
     await frames.until(lambda f: 'class="stop"' in f)
     await frames.until(lambda f: "beforeend:#blk-" in f)
 
@@ -191,7 +184,7 @@ async def test_the_rail_follows_oikos_and_an_inline_approval_follows_its_executi
     llm: FakeAnthropic, oikos_settings: RunningSim, socket: Connect
 ) -> None:
     llm.responder = ExecutionRequester(target="service:jellyfin", action="deploy")
-    handle = await turn_registry().turn_submit(text="deploy jellyfin", actor="operator:test", origin="ui")
+    handle = await live_turn("deploy jellyfin")
     frames = await socket(f"/ws/ui/?session={handle.session_id}&rail=1")
     await frames.until(lambda f: "1 degraded" in f and 'hx-swap-oob="innerHTML:#rail"' in f)
 
@@ -240,9 +233,7 @@ async def test_ids_chosen_by_the_model_never_reach_element_ids(
         Reply.tool_use("mcp__oikos__get_entity", {"slug": "<script>alert(1)</script>"}, id=hostile),
         Reply.text("<img src=x onerror=alert(1)> done"),
     )
-    handle = await turn_registry().turn_submit(
-        text="hostile", actor="operator:test", origin="ui", session_id=session_id
-    )
+    handle = await live_turn("hostile", session_id=session_id)
     await frames.until(_finished(handle.turn_id).search)
 
     sent = frames.text()

@@ -9,12 +9,12 @@ from channels.db import database_sync_to_async
 from channels.layers import BaseChannelLayer
 from django.utils import timezone
 
-from agent.live import turn_registry
 from agent.models import Turn
 from controlroom import selectors
 from controlroom.transcript import ApprovalItem, NoticeItem, TextItem, ToolItem, TurnView, turn_view_replay
 from oikos_sim.server import RunningSim
 from tests.fakes import FakeAnthropic, Reply
+from tests.fakes.channel_layers import live_turn
 from tests.fakes.scripted_models import ExecutionRequester
 
 START = {
@@ -97,7 +97,7 @@ async def test_a_stored_turn_reads_back_with_its_chips_and_the_parked_approval(
     memory_layer: BaseChannelLayer, llm: FakeAnthropic, oikos_settings: RunningSim
 ) -> None:
     llm.responder = ExecutionRequester(target="service:jellyfin", action="deploy")
-    handle = await turn_registry().turn_submit(text="deploy jellyfin", actor="operator:test", origin="ui")
+    handle = await live_turn("deploy jellyfin")
     await handle.wait()
 
     [view] = await _views(handle.session_id)
@@ -118,7 +118,7 @@ async def test_a_running_turn_whose_process_died_reads_as_interrupted(
     memory_layer: BaseChannelLayer, llm: FakeAnthropic, oikos_settings: RunningSim
 ) -> None:
     llm.enqueue(Reply.text("ok"))
-    handle = await turn_registry().turn_submit(text="hello", actor="operator:test", origin="ui")
+    handle = await live_turn("hello")
     await handle.wait()
     stale = timezone.now() - datetime.timedelta(hours=1)
     await Turn.objects.filter(pk=handle.turn_id).aupdate(status="running", heartbeat_at=stale, finished_at=None)

@@ -4,6 +4,7 @@
   JSON (so it hides no serialisation bug), and the Redis layer (`REDIS_URL`, as CI runs it) with a
   prefix of its own. The running loop's turn registry, Oikos relay and tool hub are closed after.
 - `memory_layer` — the in-memory (JSON round trip) layer alone.
+- `live_turn()` — a turn as the control room's Ask starts it: started, then followed by the registry.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -20,7 +22,8 @@ from channels.layers import BaseChannelLayer, InMemoryChannelLayer, get_channel_
 from django.db import connections
 from pytest_django.fixtures import Settings
 
-from agent.live import turn_registry_close
+from agent.engine.runner import TurnHandle, turn_start
+from agent.live import turn_registry, turn_registry_close
 from agent.tools import tool_hub_close
 from controlroom.relay import oikos_relay_close
 
@@ -74,3 +77,8 @@ async def _layer(kind: str, settings: Settings, request: pytest.FixtureRequest) 
     if kind == "redis":
         await layer.flush()
         await layer.close_pools()  # type: ignore[attr-defined]
+
+
+async def live_turn(text: str, *, session_id: uuid.UUID | None = None) -> TurnHandle:
+    handle = await turn_start(text=text, actor="operator:test", origin="ui", session_id=session_id)
+    return await turn_registry().turn_follow(handle)
