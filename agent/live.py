@@ -1,13 +1,13 @@
 """Live turns: one registry per process, owning the turns started in it.
 
 Every turn a Hermes server runs — asked in the control room, over `POST /chat`, or by a peer
-agent — is started through the registry, never inside a websocket consumer (Channels handles one
-consumer's messages one at a time: a turn there would block that socket's later frames) nor
-inside a request's lifetime. The registry starts it through the engine, then a *pump* task per
-turn reads the turn's events and publishes them to the session's channel-layer group, where every
-open control room on that session listens, in whichever process it lives. So an operator watches
-a script's or a peer's turn as it happens, and can stop it from any tab or over HTTP. Closing
-every tab (or dropping the stream) leaves the turn running; it is stored as it goes.
+agent — runs in a task of its own (`turn_start`), never inside a websocket consumer (Channels
+handles one consumer's messages one at a time: a turn there would block that socket's later
+frames) nor inside a request's lifetime, and is handed to the registry (`turn_follow`). A *pump*
+task per turn reads the turn's events and publishes them to the session's channel-layer group,
+where every open control room on that session listens, in whichever process it lives. So an
+operator watches a script's or a peer's turn as it happens, and can stop it from any tab or over
+HTTP. Closing every tab (or dropping the stream) leaves the turn running; it is stored as it goes.
 
 What travels through the layer, and why:
 - `turn.event` to `session_group(session)`: `{turn_id, session_id, seq, event}`. Events are numbered
@@ -17,7 +17,8 @@ What travels through the layer, and why:
   text, so a dropped delta never corrupts the rendered answer.
 - `turn.stop` and `turn.state.request` to `turn_group(turn)`: only the owning process's control
   channel is in that group, so Stop (any tab, `POST /turns/<id>/stop`) in any process reaches the
-  one process that can cancel the task, and a socket that (re)connects mid-turn gets the turn so far from it.
+  one process that can cancel the task, and a socket that (re)connects mid-turn gets the turn so
+  far from it.
 - `sessions.changed` to `SESSIONS_GROUP` when a turn starts and when it ends, for session lists.
 - `turn.state`, sent straight to the asking consumer's channel: `{turn_id, seq, start, events}`,
   the turn's events up to `seq` with text merged per block.
