@@ -2,7 +2,7 @@
 
 The socket only ever speaks server → browser (questions, Stop and decisions are plain POSTs with
 CSRF), so a consumer is a renderer: it folds the messages it is sent into `TurnView`s and sends
-htmx out-of-band swaps. It never runs a turn; the registry does (see `agent.live`).
+htmx out-of-band swaps. It never runs a turn; it follows what the registry publishes (see `agent.live`).
 
 Consistency on (re)connect: the consumer joins the session's group *before* reading the database,
 so nothing published afterwards is missed. A turn still running is first drawn from the database,
