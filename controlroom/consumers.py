@@ -118,7 +118,9 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
             # Drawn again: an approval raised between the page's render and this socket shows too.
             listed, problem = await approvals_listed()
             parts.append(fragments.approval_grid_replace(listed, problem))
-        shown = self._form_candidates(approvals) + [approval for approval in listed if approval.pending]
+        candidates = [*self._form_candidates(approvals), *(approval for approval in listed if approval.pending)]
+        # One form per approval, however many cards of it the page shows.
+        shown = list({approval.approval_id: approval for approval in candidates}.values())
         self.forms_shown = {approval.approval_id for approval in shown}
         parts.append(fragments.approval_forms_replace(shown))
         await self.send(text_data="".join(parts))
