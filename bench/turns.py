@@ -1,12 +1,15 @@
 """How turns scale with concurrency: N simultaneous turns against one process, versus one at a time.
 
 Each turn is the degraded question: health summary → blast radius → a streamed answer, against the
-scripted model and the mini Oikos over real loopback HTTP, persisting everything. The baseline is
-the same turn run alone, in the same run, so the ratio is what matters on a noisy machine.
+scripted model and the mini Oikos over real loopback HTTP, persisting everything, and followed by
+the live-turn registry as the server follows every turn. The baseline is the same turn run alone,
+in the same run, so the ratio is what matters on a noisy machine; so is the cost of following (a
+turn nobody follows, interleaved with the baseline).
 
     .venv/bin/python bench/turns.py [--concurrency 1,5,20] [--rounds 3]
     createdb -h 127.0.0.1 -U postgres hermes_bench   # once
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/hermes_bench .venv/bin/python bench/turns.py
+    REDIS_URL=redis://127.0.0.1:6379/5 ...   # the registry publishes through Redis, as in production
 
 Without DATABASE_URL it uses a fresh SQLite file (the embedded default).
 """
@@ -42,12 +45,16 @@ def _django_setup() -> str:
     return str(settings.DATABASES["default"]["ENGINE"]).rsplit(".", 1)[-1]
 
 
-async def _turn(hub: object, question: str) -> float:
+async def _turn(hub: object, question: str, *, followed: bool = True) -> float:
+    """One turn, timed to its `done`; `followed` hands it to the registry, as the server does."""
     from agent.engine.events import Done
     from agent.engine.runner import turn_start
+    from agent.live import turn_registry
 
     started = time.perf_counter()
     handle = await turn_start(text=question, actor="operator:bench", origin="bench", hub=hub)  # type: ignore[arg-type]
+    if followed:
+        await turn_registry().turn_follow(handle)
     async for event in handle.events():
         if isinstance(event, Done) and event.status != "done":
             raise RuntimeError(f"turn failed: {event}")
@@ -63,11 +70,13 @@ async def _round(hub: object, concurrency: int) -> tuple[float, list[float]]:
 async def _main(levels: list[int], rounds: int) -> None:
     from django.conf import settings
 
+    from agent.live import turn_registry_close
     from agent.tools import ToolHub
     from tests.fakes import FakeAnthropic
     from tests.fakes.mcp_servers import MCPTestServer
     from tests.fakes.scripted_models import DegradedInvestigator
 
+    layer = "Redis" if os.environ.get("REDIS_URL") else "in-memory"
     with FakeAnthropic() as fake:
         server = MCPTestServer()
         server.start()
@@ -81,8 +90,17 @@ async def _main(levels: list[int], rounds: int) -> None:
             fake.responder = DegradedInvestigator()
             hub = ToolHub.from_settings()
             await _turn(hub, "warm-up")
-            baseline = statistics.median([await _turn(hub, "baseline") for _ in range(rounds * 2)])
+            # Interleaved, so drift on a noisy machine hits both alike.
+            plain, followed = [], []
+            for _ in range(rounds * 2):
+                plain.append(await _turn(hub, "baseline", followed=False))
+                followed.append(await _turn(hub, "baseline"))
+            unfollowed, baseline = statistics.median(plain), statistics.median(followed)
             print(f"baseline: one turn alone takes {baseline * 1000:.0f} ms (median of {rounds * 2})")
+            print(
+                f"following it live (published to the {layer} channel layer) costs "
+                f"{baseline / unfollowed:.2f}x a turn nobody follows ({unfollowed * 1000:.0f} ms)"
+            )
             print(f"{'turns at once':>14} {'wall ms':>9} {'p50 ms':>8} {'p95 ms':>8} {'turns/s':>8} {'vs serial':>10}")
             for level in levels:
                 walls, latencies = [], []
@@ -100,6 +118,7 @@ async def _main(levels: list[int], rounds: int) -> None:
                     f"{p95 * 1000:>8.0f} {level / wall:>8.1f} {speedup:>9.2f}x"
                 )
             await hub.aclose()
+            await turn_registry_close()
         finally:
             server.stop()
 
