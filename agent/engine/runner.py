@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 
 from channels.db import database_sync_to_async
@@ -57,7 +57,7 @@ class TurnHandle:
         for queue in list(self._subscribers):
             queue.put_nowait(event)
 
-    async def events(self) -> AsyncIterator[Event]:
+    async def events(self) -> AsyncGenerator[Event, None]:
         """All events of the turn from its start, then live ones, until `done`."""
         queue: asyncio.Queue[Event] = asyncio.Queue()
         for event in self.log:

@@ -127,6 +127,7 @@ def test_a_ledger_row_shows_the_complete_result(auditor: Client, conversation: t
 def test_nothing_can_be_added_changed_or_deleted(auditor: Client, conversation: tuple[AgentSession, Turn]) -> None:
     session, _ = conversation
     row = Activity.objects.first()
+    assert row is not None
     assert auditor.get(reverse("admin:agent_agentsession_add")).status_code == 403
     assert auditor.post(reverse("admin:agent_activity_delete", args=[row.pk]), {"post": "yes"}).status_code == 403
     assert (

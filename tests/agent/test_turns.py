@@ -11,7 +11,7 @@ import pytest
 from channels.db import database_sync_to_async
 
 from agent.engine.budgets import Budgets
-from agent.engine.events import Done, Error, TextDelta, ToolResult, ToolUse
+from agent.engine.events import Done, Error, Event, TextDelta, ToolResult, ToolUse
 from agent.engine.runner import TurnRejected, turn_start
 from agent.models import Activity, AgentSession, Message, Turn
 from agent.tools import ToolHub
@@ -23,6 +23,13 @@ from tests.fakes.scripted_models import DegradedInvestigator, last_tool_results,
 pytestmark = pytest.mark.django_db(transaction=True)
 
 QUESTION = "what's degraded and what depends on it?"
+
+
+def _done(events: list[Event]) -> Done:
+    """The turn's last event, which is always its `done`."""
+    last = events[-1]
+    assert isinstance(last, Done), last
+    return last
 
 
 def _of(events: list, kind: type) -> list:
@@ -138,7 +145,7 @@ class TestSessions:
 
         _, events = await ask("and now?", hub, session_id=session_id)
 
-        assert isinstance(events[-1], Done) and events[-1].status == "done"
+        assert isinstance(events[-1], Done) and _done(events).status == "done"
         assert not llm.rejections
         sent = llm.requests[-1].body["messages"]
         repaired = sent[2]["content"][0]
@@ -194,7 +201,7 @@ class TestBudgets:
             Reply.text("Stopping here."),
         )
         _, events = await ask(QUESTION, hub, budgets=Budgets(turn_tokens=1000))
-        assert events[-1].stop_reason == "token_budget"
+        assert _done(events).stop_reason == "token_budget"
         assert llm.requests[-1].body["tool_choice"] == {"type": "none"}
 
     async def test_wall_clock_limit_cuts_slow_tools_and_still_answers(self, llm: FakeAnthropic, hub: ToolHub) -> None:
@@ -202,7 +209,7 @@ class TestBudgets:
         started = time.monotonic()
         _, events = await ask("probe", hub, budgets=Budgets(timeout=1.0))
         assert time.monotonic() - started < 4
-        assert events[-1].stop_reason == "timeout"
+        assert _done(events).stop_reason == "timeout"
         result = last_tool_results(llm.requests[-1].body)[0]
         assert result["is_error"] is True and "time limit" in tool_result_text(result)
 
@@ -259,8 +266,8 @@ class TestTools:
         for request in llm.requests:
             marks = json.dumps(request.body).count('"cache_control"')
             assert 2 < marks <= 4
-        assert events[-1].usage["cache_read_input_tokens"] > 0
-        assert events[-1].usage["cache_creation_input_tokens"] > 0
+        assert _done(events).usage["cache_read_input_tokens"] > 0
+        assert _done(events).usage["cache_creation_input_tokens"] > 0
 
     async def test_a_server_that_goes_away_gives_an_error_result_and_reconnects(
         self, llm: FakeAnthropic, hub: ToolHub, mcp_oikos_settings: MCPTestServer
@@ -281,7 +288,7 @@ class TestTools:
         (result,) = _of(events, ToolResult)
         assert result.is_error
         assert "unreachable" in "".join(d.text for d in _of(events, TextDelta))
-        assert events[-1].status == "done"
+        assert _done(events).status == "done"
 
         mcp_oikos_settings.start()
         _, events = await ask("and now?", hub)
@@ -315,7 +322,7 @@ class TestFailures:
         handle, events = await ask("tell me", hub)
         error = _of(events, Error)[0]
         assert error.code == "llm_error" and expected in error.message
-        assert isinstance(events[-1], Done) and events[-1].status == "error"
+        assert isinstance(events[-1], Done) and _done(events).status == "error"
         streamed = "".join(d.text for d in _of(events, TextDelta))
         messages = await _messages(handle.session_id)
         if streamed:
@@ -332,12 +339,12 @@ class TestFailures:
             if len(_of(seen, TextDelta)) == 3:
                 handle.cancel()
         assert _of(seen, Error)[0].code == "cancelled"
-        assert seen[-1].status == "cancelled"
+        assert _done(seen).status == "cancelled"
         kept = (await _messages(handle.session_id))[-1]
         assert kept.role == "assistant" and kept.content[0]["text"].startswith("A long, slow")
 
         _, events = await ask("next?", hub, session_id=handle.session_id)
-        assert events[-1].status == "done" and not llm.rejections
+        assert _done(events).status == "done" and not llm.rejections
 
     async def test_cancel_during_a_tool_call_answers_it_and_logs_it(self, llm: FakeAnthropic, hub: ToolHub) -> None:
         llm.enqueue(Reply.tool_use("mcp__oikos__slow", {"seconds": 10}), Reply.text("Next answer."))
@@ -351,7 +358,7 @@ class TestFailures:
         (row,) = await _ledger(handle.turn_id)
         assert row.is_error and row.result == {"error": "cancelled"}
         _, events = await ask("next?", hub, session_id=handle.session_id)
-        assert events[-1].status == "done" and not llm.rejections
+        assert _done(events).status == "done" and not llm.rejections
 
     async def test_late_subscriber_replays_the_whole_turn(self, llm: FakeAnthropic, hub: ToolHub) -> None:
         llm.responder = DegradedInvestigator()

@@ -38,7 +38,7 @@ class Frames:
         self.received.append(frame)
         return frame
 
-    async def until(self, predicate: Callable[[str], bool], seconds: float = 15.0) -> str:
+    async def until(self, predicate: Callable[[str], object], seconds: float = 15.0) -> str:
         """Receive until a frame matches; returns it (every frame is kept in `received`)."""
         async with asyncio.timeout(seconds):
             while True:

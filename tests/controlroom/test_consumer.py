@@ -41,6 +41,13 @@ async def _session_with_one_turn(llm: FakeAnthropic, text: str = "is caddy fine?
     return handle.session_id
 
 
+def _group(pattern: str, text: str, flags: int = 0) -> str:
+    """The first group of `pattern`'s first match in `text` (which must match)."""
+    found = re.search(pattern, text, flags)
+    assert found is not None, pattern
+    return found[1]
+
+
 def _turn_frames(frames: Frames, turn_id: uuid.UUID) -> list[str]:
     return [frame for frame in frames.received if str(turn_id) in frame]
 
@@ -66,7 +73,7 @@ async def test_snapshot_then_a_live_turn_streams_in_coalesced_steps_and_ends_as_
     turn_frames = _turn_frames(frames, handle.turn_id)
     assert 'hx-swap-oob="beforeend:#transcript"' in turn_frames[0] and "and now a long one" in turn_frames[0]
     appended = re.findall(rf'<span hx-swap-oob="beforeend:#blk-{handle.turn_id}-0">(.*?)</span>', frames.text(), re.S)
-    streamed = html.unescape(re.search(r'class="text streaming"[^>]*>(.*?)</div>', frames.text(), re.S)[1])
+    streamed = html.unescape(_group(r'class="text streaming"[^>]*>(.*?)</div>', frames.text(), re.S))
     deltas = [event for event in handle.log if isinstance(event, TextDelta)]
     # Coalesced: far fewer frames than deltas, and still the text grew in several steps.
     assert 2 <= len(appended) < len(deltas) / 3, (len(appended), len(deltas))
@@ -91,7 +98,7 @@ async def test_a_socket_joining_mid_turn_gets_the_turn_so_far_from_its_owner_the
     frames = await socket(f"/ws/ui/?session={session_id}")
     await frames.next()  # the snapshot, drawn from the database
     redraw = await frames.until(lambda f: f'<article class="turn turn-running" id="turn-{handle.turn_id}"' in f)
-    so_far = html.unescape(re.search(r'class="text streaming"[^>]*>(.*?)</div>', redraw, re.S)[1])
+    so_far = html.unescape(_group(r'class="text streaming"[^>]*>(.*?)</div>', redraw, re.S))
     # What the owner had published (coalescing may hold back the last few milliseconds).
     assert len(so_far) >= 10 * 8 and LONG.startswith(so_far)
     done = await frames.until(_finished(handle.turn_id).search)
@@ -167,7 +174,7 @@ async def test_a_turn_asked_over_the_http_api_shows_live_and_stops_from_the_cont
     )
 
     started = await frames.until(lambda f: "a script asks a long one" in f)
-    turn_id = re.search(r'id="turn-([0-9a-f-]{36})"', started)[1]
+    turn_id = _group(r'id="turn-([0-9a-f-]{36})"', started)
     await frames.until(lambda f: f"beforeend:#blk-{turn_id}-0" in f)
     # The operator presses Stop on the page: the same path as the control room's Stop button.
     await turn_registry().turn_stop(turn_id=uuid.UUID(turn_id))
@@ -199,7 +206,7 @@ async def test_the_rail_follows_oikos_and_an_inline_approval_follows_its_executi
     form_id = re.search(r'<form id="(decide-[0-9a-f]{16}-approve)"', frames.text())
     assert form_id and f'form="{form_id[1]}"' in card
 
-    approval_id = re.search(r"<code>(apr-\d+)</code>", frames.text())[1]
+    approval_id = _group(r"<code>(apr-\d+)</code>", frames.text())
     oikos = oikos_settings.state.desk
     await asyncio.to_thread(_approve_in_oikos, oikos_settings, approval_id)
 

@@ -76,7 +76,7 @@ async def _layer(kind: str, settings: Settings, request: pytest.FixtureRequest) 
         await database_sync_to_async(connections.close_all)()
     if kind == "redis":
         await layer.flush()
-        await layer.close_pools()  # type: ignore[attr-defined]
+        await layer.close_pools()
 
 
 async def live_turn(text: str, *, session_id: uuid.UUID | None = None) -> TurnHandle:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from mcp import Client, MCPError, StdioServerParameters
-from mcp.types import INVALID_PARAMS, Implementation
+from mcp.types import INVALID_PARAMS, Implementation, TextContent
 
 from tests.fakes import FakeAnthropic, Reply
 from tests.fakes.subprocesses import REPO_ROOT, clean_environ
@@ -35,6 +35,7 @@ async def hermes_mcp(env: dict[str, str], *args: str, client: str = "garraia-tes
 async def ask(session: Client, **arguments: Any) -> tuple[bool, dict[str, Any]]:
     result = await session.call_tool("hermes_ask", arguments)
     [content] = result.content
+    assert isinstance(content, TextContent)
     return result.is_error, json.loads(content.text)
 
 
@@ -94,7 +95,7 @@ async def test_a_peer_cannot_continue_another_peers_session(env: dict[str, str],
 
 
 async def test_bad_arguments_are_invalid_params(env: dict[str, str], fake_llm: FakeAnthropic) -> None:
-    bad = [
+    bad: list[dict[str, Any]] = [
         {"message": "hi", "timeout_secs": 0},
         {"message": "hi", "colour": "red"},
         {"message": ""},

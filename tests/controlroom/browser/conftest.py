@@ -10,7 +10,7 @@ Playwright's sync API refuses to run inside an asyncio loop; these tests are pla
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -129,7 +129,9 @@ def page(browser: Browser, stack: Stack, request: pytest.FixtureRequest) -> Iter
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
     setattr(item, f"rep_{report.when}", report)
     return report
