@@ -107,7 +107,9 @@ class TurnRegistry:
         """
         await self._control_ensure()
         assert self._control_channel is not None
-        await self.layer.group_add(turn_group(handle.turn_id), self._control_channel)
+        # With the layer down the turn still runs and answers its caller; only the live view and
+        # a Stop from another process are lost, and both say so in the log.
+        await _quietly(self.layer.group_add(turn_group(handle.turn_id), self._control_channel))
         live = LiveTurn(
             handle=handle,
             start={

@@ -7,9 +7,10 @@ import uuid
 from typing import Any
 
 import pytest
-from channels.layers import BaseChannelLayer
+from channels.layers import BaseChannelLayer, InMemoryChannelLayer
 
-from agent.engine.events import TextDelta
+from agent.engine.events import Done, TextDelta
+from agent.engine.runner import turn_start
 from agent.live import TurnRegistry, session_group
 from agent.models import AgentSession
 from oikos_sim.server import RunningSim
@@ -111,3 +112,26 @@ async def test_a_secret_pasted_into_a_question_never_crosses_the_layer(
 
     assert messages[0]["event"]["question"] == "is [REDACTED] still valid?"
     assert llm.api_key not in json.dumps(messages)
+
+
+class BrokenLayer(InMemoryChannelLayer):
+    """A channel layer whose server is gone: every group operation fails, as Redis down does."""
+
+    async def group_add(self, group: str, channel: str) -> None:
+        raise ConnectionError("Error connecting to 127.0.0.1:6379. Connection refused.")
+
+    async def group_send(self, group: str, message: dict[str, Any]) -> None:
+        raise ConnectionError("Error connecting to 127.0.0.1:6379. Connection refused.")
+
+
+async def test_a_broken_channel_layer_never_costs_the_turn(llm: FakeAnthropic, oikos_settings: RunningSim) -> None:
+    """`/chat` must answer when Redis is down: only the live view and remote Stop are lost."""
+    registry = TurnRegistry(layer=BrokenLayer())
+    llm.enqueue(Reply.text("Still here."))
+    handle = await turn_start(text="are you there?", actor="operator:test", origin="api")
+
+    followed = await registry.turn_follow(handle)
+    events = [event async for event in followed.events()]
+
+    assert isinstance(events[-1], Done) and events[-1].status == "done"
+    await registry.aclose()
