@@ -44,6 +44,7 @@ logger = logging.getLogger(__name__)
 
 COALESCE_SECONDS = 0.03
 CONTROL_RETRY_SECONDS = 1.0
+CANCEL_RETRY_SECONDS = 0.5
 
 
 # Every page listing sessions listens here: a turn starting (maybe a new session) or ending (its
@@ -143,8 +144,7 @@ class TurnRegistry:
         tasks = [task for task in self._tasks if task is not self._control_task]
         await asyncio.gather(*tasks, return_exceptions=True)
         if self._control_task is not None:
-            self._control_task.cancel()
-            await asyncio.gather(self._control_task, return_exceptions=True)
+            await _task_cancel(self._control_task)
             self._control_task = None
 
     # --- the pump --------------------------------------------------------------------------------
@@ -263,6 +263,18 @@ class TurnRegistry:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return task
+
+
+async def _task_cancel(task: asyncio.Task[None]) -> None:
+    """Cancel `task` and wait for it to end.
+
+    Under Python 3.11, channels-redis (through redis-py) can swallow the first cancellation of a
+    blocked `receive()` and go back to waiting; the cancellation is sent again until it lands.
+    """
+    while not task.done():
+        task.cancel()
+        await asyncio.wait({task}, timeout=CANCEL_RETRY_SECONDS)
+    await asyncio.gather(task, return_exceptions=True)
 
 
 def _cancelling() -> bool:

@@ -14,6 +14,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from agent.logs import LOG_FORMATS, logging_config
+from hermes_site.channel_layers import redis_channel_layer
 from hermes_site.environment import (
     env_bool,
     env_choice,
@@ -148,16 +149,7 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 _redis_url = env_str("REDIS_URL")
 if _redis_url:
-    CHANNEL_LAYERS = {
-        "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {
-                "hosts": [_redis_url],
-                "prefix": env_str("HERMES_CHANNEL_PREFIX", "hermes"),
-                "capacity": 1000,
-            },
-        }
-    }
+    CHANNEL_LAYERS = {"default": redis_channel_layer(_redis_url, prefix=env_str("HERMES_CHANNEL_PREFIX", "hermes"))}
 else:
     # The in-memory layer silently drops messages past a channel's capacity; turn events are
     # coalesced, and the higher capacity is a second line of defence.

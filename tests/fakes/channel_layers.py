@@ -3,7 +3,7 @@
 - `channel_layer` — parametrised: the in-memory layer with every message round-tripped through
   JSON (so it hides no serialisation bug), and the Redis layer (`REDIS_URL`, as CI runs it) with a
   prefix of its own. The running loop's turn registry, Oikos relay and tool hub are closed after.
-- `memory_layer` — the in-memory (JSON round trip) layer alone.
+- `memory_layer`, `redis_layer` — one of the two alone.
 - `live_turn()` — a turn as the control room's Ask starts it: started, then followed by the registry.
 """
 
@@ -26,6 +26,7 @@ from agent.engine.runner import TurnHandle, turn_start
 from agent.live import turn_registry, turn_registry_close
 from agent.tools import tool_hub_close
 from controlroom.relay import oikos_relay_close
+from hermes_site.channel_layers import redis_channel_layer
 
 
 class JSONRoundTripLayer(InMemoryChannelLayer):
@@ -48,17 +49,20 @@ async def memory_layer(request: pytest.FixtureRequest, settings: Settings) -> As
         yield layer
 
 
+@pytest.fixture
+async def redis_layer(request: pytest.FixtureRequest, settings: Settings) -> AsyncIterator[BaseChannelLayer]:
+    """The Redis layer only, as configured for production (skipped where Redis is not set up)."""
+    async for layer in _layer("redis", settings, request):
+        yield layer
+
+
 async def _layer(kind: str, settings: Settings, request: pytest.FixtureRequest) -> AsyncIterator[BaseChannelLayer]:
     if kind == "redis":
         url = os.environ.get("REDIS_URL")
         if not url:
             pytest.skip("REDIS_URL is not set: the Redis layer is tested where Redis runs (CI sets it)")
-        settings.CHANNEL_LAYERS = {
-            "default": {
-                "BACKEND": "channels_redis.core.RedisChannelLayer",
-                "CONFIG": {"hosts": [url], "prefix": f"hermes-test-{secrets.token_hex(4)}", "capacity": 1000},
-            }
-        }
+        # Configured as the settings configure it, with a prefix of its own.
+        settings.CHANNEL_LAYERS = {"default": redis_channel_layer(url, prefix=f"hermes-test-{secrets.token_hex(4)}")}
     else:
         settings.CHANNEL_LAYERS = {
             "default": {"BACKEND": "tests.fakes.channel_layers.JSONRoundTripLayer", "CONFIG": {"capacity": 1000}}

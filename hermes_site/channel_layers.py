@@ -1,0 +1,31 @@
+"""The Redis channel layer's configuration, shared by the settings and the tests.
+
+channels-redis waits for messages with a blocking `BZPOPMIN` of `brpop_timeout` seconds (5), and
+redis-py 8 gives every connection a 5-second read timeout by default: the read gives up as the
+server answers "nothing yet", and each idle websocket consumer dies with `TimeoutError` every few
+seconds (django/channels_redis#422, redis/redis-py#4091). The read timeout here outlasts the
+blocking wait, and still notices a dead connection.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from channels_redis.core import RedisChannelLayer
+
+# How long past a blocking receive's own timeout the socket waits for Redis's answer.
+READ_TIMEOUT_MARGIN_SECONDS = 10.0
+CONNECT_TIMEOUT_SECONDS = 5.0
+
+
+def redis_channel_layer(url: str, *, prefix: str, capacity: int = 1000) -> dict[str, Any]:
+    """A `CHANNEL_LAYERS` entry for the Redis at `url`."""
+    host = {
+        "address": url,
+        "socket_timeout": RedisChannelLayer.brpop_timeout + READ_TIMEOUT_MARGIN_SECONDS,
+        "socket_connect_timeout": CONNECT_TIMEOUT_SECONDS,
+    }
+    return {
+        "BACKEND": "channels_redis.core.RedisChannelLayer",
+        "CONFIG": {"hosts": [host], "prefix": prefix, "capacity": capacity},
+    }
