@@ -118,6 +118,7 @@ class TurnRegistry:
                 "turn_id": str(handle.turn_id),
                 "session_id": str(handle.session_id),
                 "question": handle.question,
+                "actor": handle.actor,
                 "started_at": timezone.now().isoformat(),
             },
         )

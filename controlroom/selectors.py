@@ -100,6 +100,7 @@ def _turn_view(turn: Turn, messages: list[tuple[str, list[dict[str, Any]]]], cal
         turn_id=str(turn.id),
         session_id=str(turn.session_id),
         question="",
+        asked_by=turn.actor,
         started_at=turn.started_at.isoformat(),
         status=Turn.Status.INTERRUPTED if _turn_is_stale(turn) else turn.status,
         stop_reason=turn.stop_reason,

@@ -89,6 +89,8 @@ class TurnView:
     turn_id: str
     session_id: str
     question: str
+    # Who asked: `operator:<name>`, `peer:<agent>` (a turn a script or a peer started shows as theirs).
+    asked_by: str = ""
     started_at: str = ""
     status: str = "running"
     stop_reason: str = ""
@@ -210,6 +212,7 @@ def turn_view_replay(start: dict[str, Any], events: list[dict[str, Any]]) -> Tur
         turn_id=str(start["turn_id"]),
         session_id=str(start["session_id"]),
         question=str(start.get("question", "")),
+        asked_by=str(start.get("actor", "")),
         started_at=str(start.get("started_at", "")),
     )
     for event in events:

@@ -45,8 +45,9 @@ class TurnHandle:
     session_id: uuid.UUID
     turn_id: uuid.UUID
     session_created: bool
-    # The question as stored (trimmed, configured secrets redacted).
+    # The question as stored (trimmed, configured secrets redacted), and who asked it.
     question: str = ""
+    actor: str = ""
     task: asyncio.Task[None] | None = None
     # Every event so far, so a late subscriber can replay the turn before following it live.
     log: list[Event] = field(default_factory=list)
@@ -141,7 +142,11 @@ async def turn_start(
         ) from None
 
     handle = TurnHandle(
-        session_id=begun.session_id, turn_id=begun.turn_id, session_created=begun.session_created, question=question
+        session_id=begun.session_id,
+        turn_id=begun.turn_id,
+        session_created=begun.session_created,
+        question=question,
+        actor=actor,
     )
     loop = TurnLoop(
         state=TurnState(

@@ -49,6 +49,15 @@ def stage_class(value: str) -> str:
 
 
 @register.filter
+def speaker(actor: str) -> str:
+    """Who asked a question, as the transcript names them: `operator:alice` → alice."""
+    kind, _, name = str(actor).partition(":")
+    if not name:
+        return "You"
+    return f"{name} (peer agent)" if kind == "peer" else name
+
+
+@register.filter
 def short_id(value: Any) -> str:
     return str(value).split("-")[0]
 

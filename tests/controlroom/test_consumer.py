@@ -175,6 +175,8 @@ async def test_a_turn_asked_over_the_http_api_shows_live_and_stops_from_the_cont
 
     started = await frames.until(lambda f: "a script asks a long one" in f)
     turn_id = _group(r'id="turn-([0-9a-f-]{36})"', started)
+    # The question is the script's operator's (local mode: `operator`), not "You".
+    assert '<span class="speaker">operator</span>' in started
     await frames.until(lambda f: f"beforeend:#blk-{turn_id}-0" in f)
     # The operator presses Stop on the page: the same path as the control room's Stop button.
     await turn_registry().turn_stop(turn_id=uuid.UUID(turn_id))

@@ -10,7 +10,7 @@ from channels.layers import BaseChannelLayer
 from django.utils import timezone
 
 from agent.models import Turn
-from controlroom import selectors
+from controlroom import fragments, selectors
 from controlroom.transcript import ApprovalItem, NoticeItem, TextItem, ToolItem, TurnView, turn_view_replay
 from oikos_sim.server import RunningSim
 from tests.fakes import FakeAnthropic, Reply
@@ -102,7 +102,7 @@ async def test_a_stored_turn_reads_back_with_its_chips_and_the_parked_approval(
 
     [view] = await _views(handle.session_id)
 
-    assert (view.question, view.status) == ("deploy jellyfin", "done")
+    assert (view.question, view.status, view.asked_by) == ("deploy jellyfin", "done", "operator:test")
     tool, approval, answer = view.items
     assert isinstance(tool, ToolItem) and (tool.server, tool.tool, tool.done) == ("oikos", "request_execution", True)
     assert tool.input["target"] == "service:jellyfin" and '"needs_approval": true' in tool.result.replace(
@@ -131,3 +131,13 @@ async def test_a_running_turn_whose_process_died_reads_as_interrupted(
 
 async def _views(session_id: object) -> list[TurnView]:
     return await database_sync_to_async(selectors.session_turn_views)(session_id=session_id)
+
+
+@pytest.mark.parametrize(
+    ("actor", "shown"),
+    [("operator:alice", "alice"), ("peer:garra", "garra (peer agent)"), ("", "You")],
+)
+def test_each_question_names_who_asked_it(actor: str, shown: str) -> None:
+    view = turn_view_replay({**START, "actor": actor}, [])
+    assert view.asked_by == actor
+    assert f'<span class="speaker">{shown}</span>' in fragments.turn_html(view, {})
