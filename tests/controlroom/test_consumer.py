@@ -48,6 +48,14 @@ def _group(pattern: str, text: str, flags: int = 0) -> str:
     return found[1]
 
 
+async def _watching(llm: FakeAnthropic, socket: Connect) -> tuple[uuid.UUID, Frames]:
+    """A session with one finished turn, and a control room on it past its snapshot."""
+    session_id = await _session_with_one_turn(llm)
+    frames = await socket(f"/ws/ui/?session={session_id}")
+    await frames.next()
+    return session_id, frames
+
+
 def _turn_frames(frames: Frames, turn_id: uuid.UUID) -> list[str]:
     return [frame for frame in frames.received if str(turn_id) in frame]
 
@@ -108,9 +116,7 @@ async def test_a_socket_joining_mid_turn_gets_the_turn_so_far_from_its_owner_the
 async def test_a_gap_in_the_numbering_is_repaired_from_the_owners_state(
     llm: FakeAnthropic, oikos_settings: RunningSim, socket: Connect, channel_layer: BaseChannelLayer
 ) -> None:
-    session_id = await _session_with_one_turn(llm)
-    frames = await socket(f"/ws/ui/?session={session_id}")
-    await frames.next()
+    session_id, frames = await _watching(llm, socket)
     llm.enqueue(Reply.text(LONG, chunk=8, delay=0.004))
     handle = await live_turn("long with a gap", session_id=session_id)
     await frames.until(lambda f: f"beforeend:#blk-{handle.turn_id}-0" in f)
@@ -137,9 +143,7 @@ async def test_a_gap_in_the_numbering_is_repaired_from_the_owners_state(
 async def test_stop_from_another_process_cancels_the_turn_and_keeps_its_partial_text(
     llm: FakeAnthropic, oikos_settings: RunningSim, socket: Connect
 ) -> None:
-    session_id = await _session_with_one_turn(llm)
-    frames = await socket(f"/ws/ui/?session={session_id}")
-    await frames.next()
+    session_id, frames = await _watching(llm, socket)
     llm.enqueue(Reply.text(LONG, chunk=4, delay=0.01))
     handle = await live_turn("a long one to stop", session_id=session_id)
     await frames.until(lambda f: 'class="stop"' in f)
@@ -164,9 +168,7 @@ async def test_stop_from_another_process_cancels_the_turn_and_keeps_its_partial_
 async def test_a_turn_asked_over_the_http_api_shows_live_and_stops_from_the_control_room(
     llm: FakeAnthropic, oikos_settings: RunningSim, socket: Connect
 ) -> None:
-    session_id = await _session_with_one_turn(llm)
-    frames = await socket(f"/ws/ui/?session={session_id}")
-    await frames.next()
+    session_id, frames = await _watching(llm, socket)
     llm.enqueue(Reply.text(LONG, chunk=4, delay=0.01))
     body = json.dumps({"message": "a script asks a long one", "session_id": str(session_id)}).encode()
     script = asyncio.create_task(
@@ -234,9 +236,7 @@ def _approve_in_oikos(sim: RunningSim, approval_id: str) -> None:
 async def test_ids_chosen_by_the_model_never_reach_element_ids(
     llm: FakeAnthropic, oikos_settings: RunningSim, socket: Connect
 ) -> None:
-    session_id = await _session_with_one_turn(llm)
-    frames = await socket(f"/ws/ui/?session={session_id}")
-    await frames.next()
+    session_id, frames = await _watching(llm, socket)
     hostile = 'toolu_1" onmouseover="alert(1)'
     llm.enqueue(
         Reply.tool_use("mcp__oikos__get_entity", {"slug": "<script>alert(1)</script>"}, id=hostile),
