@@ -9,7 +9,12 @@
     if (event.key !== "Enter" || event.shiftKey || event.isComposing) return;
     if (!(field instanceof HTMLTextAreaElement) || !field.form || !field.form.classList.contains("composer")) return;
     event.preventDefault();
-    if (field.value.trim() !== "") field.form.requestSubmit();
+    if (field.value.trim() === "") return;
+    // htmx wires content it swapped in only as it settles (20 ms later): a composer that has just
+    // appeared (New chat) would otherwise be posted as a plain form, leaving the page. Wiring is
+    // idempotent.
+    if (window.htmx) window.htmx.process(field.form);
+    field.form.requestSubmit();
   });
 
   // Follow the conversation as it streams, unless the operator scrolled up to read.

@@ -98,3 +98,21 @@ def test_a_session_a_script_starts_appears_in_the_nav_without_losing_the_search(
     browser_page.get_by_role("searchbox", name="Search sessions").fill("from cron")
     expect(browser_page.locator("#session-list a")).to_have_count(2)
     page.assert_clean()
+
+
+def test_a_question_typed_the_instant_a_new_chat_appears_stays_in_the_drawer(page: Watched) -> None:
+    browser_page = page.page
+    browser_page.goto("/ui/ledger/")
+    # htmx wires swapped-in content as it settles; a long settle makes the race certain.
+    browser_page.evaluate("htmx.config.defaultSettleDelay = 3000")
+    drawer = browser_page.locator("details.drawer")
+    drawer.locator("summary").click()
+    drawer.get_by_role("button", name="New chat").click()
+    expect(drawer.locator(".conversation-title")).to_have_text("New chat")
+
+    ask(drawer, "asked at once")
+
+    wait_done(last_turn(drawer))
+    expect(last_turn(drawer).locator(".text.md")).to_have_text("You said: asked at once")
+    expect(browser_page).to_have_url(re.compile(r"/ui/ledger/$"))
+    page.assert_clean()
