@@ -34,9 +34,11 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
+from channels.db import database_sync_to_async
 from channels.layers import BaseChannelLayer, get_channel_layer
 from django.utils import timezone
 
+from agent import selectors
 from agent.engine.events import Done, Event, TextDelta
 from agent.engine.runner import TurnHandle
 
@@ -293,6 +295,42 @@ async def _quietly(awaitable: Any) -> None:
         if _cancelling():
             raise asyncio.CancelledError from None
         logger.exception("A channel layer operation of the turn registry failed")
+
+
+# The `seq` of an end announced for a turn whose owner is gone: past any real one, so listeners
+# take it as a gap and draw the turn from the database, where it is now `interrupted`.
+ORPHAN_END_SEQ = 2**31
+
+
+async def turns_interrupted_publish(turn_ids: list[uuid.UUID]) -> None:
+    """Tell the pages following these turns that they ended: their owners are gone, so no pump
+    will. Called by whoever interrupted them (`services.turns_interrupt_orphaned`)."""
+    if not turn_ids:
+        return
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    turns = await database_sync_to_async(selectors.turns_finished)(turn_ids=turn_ids)
+    for turn in turns:
+        done = Done(
+            session_id=str(turn.session_id),
+            turn_id=str(turn.id),
+            stop_reason=turn.stop_reason,
+            iterations=turn.iterations,
+            usage=dict(turn.usage),
+            status=turn.status,
+        )
+        message = {
+            "type": "turn.event",
+            "turn_id": str(turn.id),
+            "session_id": str(turn.session_id),
+            "seq": ORPHAN_END_SEQ,
+            "event": done.to_dict(),
+        }
+        await _quietly(layer.group_send(session_group(turn.session_id), message))
+        await _quietly(
+            layer.group_send(SESSIONS_GROUP, {"type": "sessions.changed", "session_id": str(turn.session_id)})
+        )
 
 
 _registries: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, TurnRegistry] = weakref.WeakKeyDictionary()

@@ -32,13 +32,44 @@ class AgentSession(models.Model):
         return self.title or str(self.id)
 
 
+class Instance(models.Model):
+    """A running Hermes process (a Daphne server, `ask`, `mcp_serve`, ...): the owner of its turns.
+
+    A turn whose owner is gone is interrupted at once by whoever next looks (a new question in its
+    session, Stop, a process starting), instead of after a timeout. How "gone" is decided is
+    `agent.presence`'s job: the row says who the process is and when it last said it was alive.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    # web, ask, mcp_serve, ...: what the process is for (shown to operators, not used in decisions).
+    role = models.CharField(max_length=40)
+    # Where the process runs (hostname and kernel boot id) and which process it is there (pid and
+    # its start time, so a pid reused after a restart is not taken for the old process).
+    host = models.CharField(max_length=200)
+    pid = models.PositiveIntegerField()
+    pid_started = models.CharField(max_length=40, blank=True)
+    # PostgreSQL only: the session-level advisory lock the process holds while it lives.
+    lock_key = models.BigIntegerField(null=True, blank=True)
+    started_at = models.DateTimeField(auto_now_add=True)
+    # Set by a clean shutdown; its turns were interrupted by the process itself.
+    stopped_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "agent_instances"
+        verbose_name = "Hermes process"
+        ordering = ["-started_at"]
+
+    def __str__(self) -> str:
+        return f"{self.role} pid {self.pid} on {self.host.split('/')[0]}"
+
+
 class Turn(models.Model):
     class Status(models.TextChoices):
         RUNNING = "running"
         DONE = "done"
         ERROR = "error"
         CANCELLED = "cancelled"
-        # The process died while the turn was running (found at the next start-up).
+        # The process running the turn stopped (shut down, or died) before the turn finished.
         INTERRUPTED = "interrupted"
 
     # The turn id is the correlation id: every tool call of the turn is logged under it.
@@ -53,7 +84,10 @@ class Turn(models.Model):
     usage = models.JSONField(default=dict)
     iterations = models.PositiveIntegerField(default=0)
     started_at = models.DateTimeField(auto_now_add=True)
-    # Touched while the turn runs; a running turn whose heartbeat stopped belongs to a dead process.
+    # The process running the turn (`Instance.id`); empty for turns older than ownership.
+    owner = models.UUIDField(null=True, blank=True)
+    # Touched while the turn runs. Turns without an owner fall back on it: a running turn whose
+    # heartbeat stopped belongs to a dead process.
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 

@@ -160,3 +160,8 @@ def _summary(session: AgentSession, turn_count: int) -> SessionSummary:
         last_active_at=session.last_active_at,
         turn_count=turn_count,
     )
+
+
+def turns_finished(*, turn_ids: list[uuid.UUID]) -> list[Turn]:
+    """These turns, if they have ended (to announce their end)."""
+    return list(Turn.objects.filter(pk__in=turn_ids).exclude(status=Turn.Status.RUNNING))

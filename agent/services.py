@@ -9,11 +9,13 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from agent import presence
 from agent.engine.history import synthetic_tool_results, tool_uses_unanswered
-from agent.models import Activity, AgentSession, Message, Turn
+from agent.models import Activity, AgentSession, Instance, Message, Turn
 
 TITLE_MAX = 80
 
@@ -39,6 +41,8 @@ class TurnBegun:
     session_created: bool
     # The stored conversation as (role, blocks), the new question last.
     history: list[tuple[str, list[dict[str, Any]]]]
+    # Turns (of any session) found orphaned and interrupted on the way.
+    interrupted: list[uuid.UUID]
 
 
 def session_title_from(text: str) -> str:
@@ -63,21 +67,62 @@ def _session_repair(session: AgentSession) -> None:
         )
 
 
-def turns_interrupt_stale(*, session_id: uuid.UUID | None = None, older_than: float) -> int:
-    """Mark `running` turns whose heartbeat stopped as `interrupted` (their process died)."""
-    cutoff = timezone.now() - datetime.timedelta(seconds=older_than)
-    running = Turn.objects.filter(status=Turn.Status.RUNNING, heartbeat_at__lt=cutoff)
-    if session_id is not None:
-        running = running.filter(session_id=session_id)
-    return running.update(
+INTERRUPTED_BY_EXIT = "The Hermes process running this turn stopped before it finished."
+
+
+def instance_announce(*, role: str, host: str, pid: int, pid_started: str, lock_key: int | None) -> uuid.UUID:
+    """Record a Hermes process that starts; its id then owns the turns it runs."""
+    return Instance.objects.create(role=role, host=host, pid=pid, pid_started=pid_started, lock_key=lock_key).pk
+
+
+def instance_retire(*, instance_id: uuid.UUID) -> None:
+    Instance.objects.filter(pk=instance_id, stopped_at__isnull=True).update(stopped_at=timezone.now())
+
+
+def turns_interrupt(*, turn_ids: list[uuid.UUID], error: str = INTERRUPTED_BY_EXIT) -> list[uuid.UUID]:
+    """Mark these turns `interrupted` if they are still `running`; returns the ones that were."""
+    if not turn_ids:
+        return []
+    running = Turn.objects.filter(pk__in=turn_ids, status=Turn.Status.RUNNING)
+    ended = list(running.values_list("id", flat=True))
+    running.filter(pk__in=ended).update(
         status=Turn.Status.INTERRUPTED,
         stop_reason="interrupted",
-        error="The process running this turn stopped before it finished.",
+        error=error,
         finished_at=timezone.now(),
     )
+    return ended
 
 
-@transaction.atomic
+def turns_interrupt_orphaned(*, stale_after: float | None = None) -> list[uuid.UUID]:
+    """Interrupt every `running` turn whose process is gone (`agent.presence` says how that is
+    decided); returns their ids. Cheap when nothing runs: one query on the status index.
+
+    A turn whose owner cannot be probed (another host without PostgreSQL's lock, or no owner)
+    counts as gone once its heartbeat is `stale_after` seconds old (`HERMES_TURN_STALE_SECONDS`).
+    """
+    # First: announcing this process (on first use) runs this sweep itself.
+    current = presence.presence_current()
+    rows = list(
+        Turn.objects.filter(status=Turn.Status.RUNNING).values_list("id", "owner", "heartbeat_at", "started_at")
+    )
+    if not rows:
+        return []
+    gone, undecided = presence.owners_gone({owner for _id, owner, _beat, _started in rows if owner is not None})
+    cutoff = timezone.now() - datetime.timedelta(
+        seconds=settings.HERMES_TURN_STALE_SECONDS if stale_after is None else stale_after
+    )
+    orphaned = []
+    for turn_id, owner, beat, started in rows:
+        if owner == current.instance_id:
+            # Ours: alive exactly while this process's runner still runs it.
+            if not presence.turn_running_here(turn_id):
+                orphaned.append(turn_id)
+        elif owner in gone or ((owner is None or owner in undecided) and (beat or started) < cutoff):
+            orphaned.append(turn_id)
+    return turns_interrupt(turn_ids=orphaned)
+
+
 def turn_begin(
     *,
     session_id: uuid.UUID | None,
@@ -85,19 +130,42 @@ def turn_begin(
     origin: str,
     text: str,
     model: str,
-    stale_after: float,
+    stale_after: float | None = None,
 ) -> TurnBegun:
     """Open (or resume) a session and store the user's question before any model call.
 
     The question is committed first so that nothing the operator typed is lost if the model, a
     tool or the process fails afterwards.
 
-    Raises `SessionNotFound`, or `SessionBusy` while another turn of the session runs (a turn
-    whose process died stops counting once its heartbeat is `stale_after` seconds old).
+    Raises `SessionNotFound`, or `SessionBusy` while another turn of the session runs. A turn whose
+    process is gone does not count: it is interrupted here first (`turns_interrupt_orphaned`), so
+    a session is usable the moment a restarted Hermes listens.
     """
-    # Turns orphaned by a process that died (Daphne's SIGTERM skips their clean-up) are closed
-    # here, by whichever process starts the next turn: any process may hold the others' turns.
-    turns_interrupt_stale(older_than=stale_after)
+    # Announced outside the transaction: a refused turn must not roll back the announcement.
+    owner = presence.presence_current().instance_id
+    with transaction.atomic():
+        return _turn_begin(
+            session_id=session_id,
+            actor=actor,
+            origin=origin,
+            text=text,
+            model=model,
+            owner=owner,
+            stale_after=stale_after,
+        )
+
+
+def _turn_begin(
+    *,
+    session_id: uuid.UUID | None,
+    actor: str,
+    origin: str,
+    text: str,
+    model: str,
+    owner: uuid.UUID,
+    stale_after: float | None,
+) -> TurnBegun:
+    interrupted = turns_interrupt_orphaned(stale_after=stale_after)
     created = False
     if session_id is None:
         session = AgentSession.objects.create(actor=actor, origin=origin, title=session_title_from(text))
@@ -116,12 +184,17 @@ def turn_begin(
             session.title = session_title_from(text)
 
     now = timezone.now()
-    turn = Turn.objects.create(session=session, actor=actor, model=model, heartbeat_at=now)
+    turn = Turn.objects.create(session=session, actor=actor, model=model, owner=owner, heartbeat_at=now)
+    # Counted as running here before the commit, so a sweep in this process between the commit and
+    # the turn's task starting cannot take it for an orphan.
+    presence.turn_running_add(turn.pk)
     Message.objects.create(session=session, turn=turn, role=Message.Role.USER, content=[{"type": "text", "text": text}])
     session.last_active_at = now
     session.save(update_fields=["title", "last_active_at"])
     history = [(role, content) for role, content in session.messages.order_by("id").values_list("role", "content")]
-    return TurnBegun(session_id=session.pk, turn_id=turn.pk, session_created=created, history=history)
+    return TurnBegun(
+        session_id=session.pk, turn_id=turn.pk, session_created=created, history=history, interrupted=interrupted
+    )
 
 
 def message_append(*, session_id: uuid.UUID, turn_id: uuid.UUID, role: str, content: list[dict[str, Any]]) -> None:
@@ -149,7 +222,9 @@ def turn_finish(
     usage: dict[str, int],
     error: str = "",
 ) -> None:
-    Turn.objects.filter(pk=turn_id).update(
+    # Only a running turn: one already interrupted by another process (which took this process
+    # for dead) keeps that status, which is what its session was told.
+    Turn.objects.filter(pk=turn_id, status=Turn.Status.RUNNING).update(
         status=status,
         stop_reason=stop_reason,
         iterations=iterations,

@@ -147,6 +147,10 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
             # Old news, or a turn already drawn finished from the database.
             return
         if seq != sync.seq + 1:
+            if event.get("type") == "done":
+                # An end announced without its owner (whose process is gone): draw it from the database.
+                await self._hold(turn_id, sync, message)
+                return
             sync.waiting = True
             sync.buffer.append(message)
             await turn_registry().turn_state_request(turn_id=uuid.UUID(turn_id), reply_to=self.channel_name)

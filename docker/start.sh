@@ -27,4 +27,4 @@ case "${HERMES_ACCESS_LOG:-false}" in
 esac
 
 echo "hermes: starting Daphne on ${HERMES_BIND:-127.0.0.1}:${HERMES_PORT:-8092}" >&2
-exec "$python" -m daphne "$@" hermes_site.asgi:application
+exec "$python" -m hermes_site.serve "$@" hermes_site.asgi:application

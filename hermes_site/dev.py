@@ -64,7 +64,16 @@ def main(argv: list[str] | None = None) -> int:
     try:
         subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v0"], cwd=ROOT, env=env, check=True)
         daphne = subprocess.Popen(
-            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(args.port), "hermes_site.asgi:application"],
+            [
+                sys.executable,
+                "-m",
+                "hermes_site.serve",
+                "-b",
+                "127.0.0.1",
+                "-p",
+                str(args.port),
+                "hermes_site.asgi:application",
+            ],
             cwd=ROOT,
             env=env,
         )

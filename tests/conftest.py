@@ -8,6 +8,8 @@ import pytest
 from channels.db import database_sync_to_async
 from django.db import connections
 
+from agent import presence
+
 pytest_plugins = [
     "tests.fakes.fixtures",
     "tests.fakes.mcp_fixtures",
@@ -27,3 +29,5 @@ def _async_database_connections_closed(django_db_setup: None, django_db_blocker:
     # Torn down before the test database (this fixture depends on its setup).
     with django_db_blocker.unblock():
         asyncio.run(database_sync_to_async(connections.close_all)())
+        # On PostgreSQL, this process's presence lock holds a connection of its own.
+        presence.presence_stop()

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from channels.db import database_sync_to_async
-from django.conf import settings
 from django.http import HttpRequest, JsonResponse
 
 from agent import selectors, services
 from agent.api.bodies import fields_check, json_object_read, turn_id_parse
 from agent.api.errors import ApiError, api_view
 from agent.api.operator import request_actor
-from agent.live import turn_registry
+from agent.live import turn_registry, turns_interrupted_publish
 from agent.models import Turn
 
 
@@ -19,15 +18,19 @@ async def turn_stop(request: HttpRequest, turn_id: str) -> JsonResponse:
     """Ask the turn's process to cancel it; answers 202 at once.
 
     The turn then ends `cancelled`, keeping what it said so far, and whoever follows it (a `/chat`
-    stream, the control room) sees its `done`. The body must be sent as JSON (it may be empty),
-    which keeps a cross-site form from stopping turns.
+    stream, the control room) sees its `done`. A turn whose process is gone is ended here at once
+    (`interrupted`, 200). The body must be sent as JSON (it may be empty), which keeps a cross-site
+    form from stopping turns.
     """
     request_actor(request)
     fields_check(json_object_read(request, empty_ok=True), allowed=())
     parsed = turn_id_parse(turn_id)
-    # A turn whose process died would never hear the stop: it is closed as interrupted instead.
-    await database_sync_to_async(services.turns_interrupt_stale)(older_than=settings.HERMES_TURN_STALE_SECONDS)
+    # A turn whose process is gone would never hear the stop: it is ended here instead.
+    ended = await database_sync_to_async(services.turns_interrupt_orphaned)()
+    await turns_interrupted_publish(ended)
     turn = await database_sync_to_async(selectors.turn_status)(turn_id=parsed)
+    if turn is not None and turn.id in ended:
+        return JsonResponse({"turn_id": parsed, "session_id": turn.session_id, "status": "interrupted"}, status=200)
     if turn is None:
         raise ApiError(404, "turn_not_found", f"There is no turn with id {parsed}.")
     if turn.status != Turn.Status.RUNNING:

@@ -110,6 +110,9 @@ class TurnLoop:
         self._last_stop_reason = "end_turn"
         # The model stream in flight: what it said so far is kept if the turn is cancelled.
         self._stream: Any = None
+        # Why the turn is being cancelled when it is not the operator's Stop (its process is going
+        # away): the turn then ends `interrupted` instead of `cancelled`.
+        self.interrupted_by = ""
 
     async def run(self) -> None:
         """Run the turn to its end, emitting events; always finishes with `done`.
@@ -127,7 +130,10 @@ class TurnLoop:
         try:
             stop_reason = await self._loop()
         except asyncio.CancelledError:
-            await self._cancelled()
+            if self.interrupted_by:
+                await self._stopped(Turn.Status.INTERRUPTED, "interrupted", self.interrupted_by)
+            else:
+                await self._stopped(Turn.Status.CANCELLED, "cancelled", "Cancelled by the operator.")
             return
         except ModelCallFailed as failure:
             await self._keep_partial(failure.partial)
@@ -413,14 +419,15 @@ class TurnLoop:
             return []
         return [{"type": "text", "text": b.text} for b in snapshot.content if b.type == "text" and b.text]
 
-    async def _cancelled(self) -> None:
+    async def _stopped(self, status: str, code: str, why: str) -> None:
+        """End a turn stopped from outside (Stop, or its process going away), keeping what it said."""
         await self._keep_partial(self._partial_text())
         role, content = self.state.messages[-1]
         if role == "assistant":
             unanswered = [block["id"] for block in content if block.get("type") == "tool_use"]
             if unanswered:
-                await self._append("user", synthetic_tool_results(unanswered, "Cancelled by the operator."))
-        await self._finish(Turn.Status.CANCELLED, "cancelled", error="Cancelled by the operator.", code="cancelled")
+                await self._append("user", synthetic_tool_results(unanswered, why))
+        await self._finish(status, code, error=why, code=code)
 
     async def _finish(self, status: str, stop_reason: str, *, error: str = "", code: str = "") -> None:
         # An exception's text may quote anything, a credential included; it is stored and shown.

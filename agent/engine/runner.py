@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from channels.db import database_sync_to_async
 from django.conf import settings
 
-from agent import services
+from agent import presence, services
 from agent.engine.budgets import Budgets
 from agent.engine.events import Done, Event
 from agent.engine.loop import TurnLoop, TurnState
@@ -36,8 +36,12 @@ class TurnRejected(Exception):
         self.message = message
 
 
-# Strong references: the event loop keeps only weak ones to tasks.
-_running: set[asyncio.Task[None]] = set()
+# The turns running in this process. Strong references: the event loop keeps only weak ones to tasks.
+_running: dict[uuid.UUID, TurnHandle] = {}
+# Set once this process begins to shut down: it starts no new turn.
+_shutting_down = False
+
+SHUTDOWN_MESSAGE = "Hermes is restarting: ask again in a moment."
 
 
 @dataclass
@@ -49,6 +53,7 @@ class TurnHandle:
     question: str = ""
     actor: str = ""
     task: asyncio.Task[None] | None = None
+    turn_loop: TurnLoop | None = None
     # Every event so far, so a late subscriber can replay the turn before following it live.
     log: list[Event] = field(default_factory=list)
     _subscribers: list[asyncio.Queue[Event]] = field(default_factory=list)
@@ -74,8 +79,15 @@ class TurnHandle:
             self._subscribers.remove(queue)
 
     def cancel(self) -> None:
+        """Stop the turn as an operator's Stop does: it ends `cancelled`, keeping what it said."""
         if self.task and not self.task.done():
             self.task.cancel()
+
+    def interrupt(self, reason: str) -> None:
+        """Stop the turn because its process is going away: it ends `interrupted` with `reason`."""
+        if self.turn_loop is not None:
+            self.turn_loop.interrupted_by = reason
+        self.cancel()
 
     async def wait(self) -> None:
         if self.task:
@@ -112,9 +124,11 @@ async def turn_start(
     rather than through a context variable.
 
     Raises `TurnRejected` (codes `llm_not_configured`, `invalid_message`, `message_too_large`,
-    `session_not_found`, `session_busy`, `persona_missing`) before anything is written.
+    `session_not_found`, `session_busy`, `persona_missing`, `shutting_down`) before anything is written.
     """
     question = _question_check(text)
+    if _shutting_down:
+        raise TurnRejected("shutting_down", SHUTDOWN_MESSAGE)
     try:
         client = llm_client()
     except LLMNotConfigured:
@@ -141,6 +155,10 @@ async def turn_start(
             "Hermes is still answering in this session: wait for that turn to finish (or stop it), then ask again.",
         ) from None
 
+    if begun.interrupted:
+        from agent.live import turns_interrupted_publish  # live follows turns started here
+
+        await turns_interrupted_publish(begun.interrupted)
     handle = TurnHandle(
         session_id=begun.session_id,
         turn_id=begun.turn_id,
@@ -166,7 +184,34 @@ async def turn_start(
     # A fresh context: the turn must not inherit the request's context (and its cancellation
     # scope) from whichever transport started it.
     task = asyncio.get_running_loop().create_task(loop.run(), context=contextvars.Context())
-    _running.add(task)
-    task.add_done_callback(_running.discard)
     handle.task = task
+    handle.turn_loop = loop
+    _running[handle.turn_id] = handle
+    task.add_done_callback(lambda _task: _turn_ended(handle.turn_id))
     return handle
+
+
+def _turn_ended(turn_id: uuid.UUID) -> None:
+    _running.pop(turn_id, None)
+    presence.turn_running_discard(turn_id)
+
+
+async def turns_shutdown(*, reason: str = "Hermes was stopped while answering.", grace: float = 10.0) -> int:
+    """Refuse new turns, interrupt the running ones and wait up to `grace` seconds for them to end.
+
+    Each turn keeps its partial answer, answers its in-flight tool calls as "outcome unknown",
+    ends `interrupted` and tells its followers with `error` and `done`. A turn that does not end in
+    time is marked `interrupted` in the database anyway. Returns how many turns were running.
+    """
+    global _shutting_down
+    _shutting_down = True
+    handles = list(_running.values())
+    for handle in handles:
+        handle.interrupt(reason)
+    tasks = [handle.task for handle in handles if handle.task is not None]
+    if tasks:
+        await asyncio.wait(tasks, timeout=grace)
+    late = [handle.turn_id for handle in handles if handle.task is not None and not handle.task.done()]
+    if late:
+        await database_sync_to_async(services.turns_interrupt)(turn_ids=late, error=reason)
+    return len(handles)

@@ -142,7 +142,7 @@ class DaphneServer:
         }
         with self.log_path.open("ab") as log:
             self._process = subprocess.Popen(
-                [sys.executable, "-m", "daphne", "--fd", str(fd), "-v", "1", "hermes_site.asgi:application"],
+                [sys.executable, "-m", "hermes_site.serve", "--fd", str(fd), "-v", "1", "hermes_site.asgi:application"],
                 cwd=REPO_ROOT,
                 env=environment,
                 stdout=log,
@@ -161,6 +161,31 @@ class DaphneServer:
         try:
             process.wait(timeout=10)
         except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+
+    @property
+    def pid(self) -> int:
+        if self._process is None:
+            raise RuntimeError("this Daphne server is not running")
+        return self._process.pid
+
+    def signal(self, number: int) -> None:
+        """Send a signal (SIGTERM: a graceful stop) without waiting; `wait_exit()` then reaps it."""
+        if self._process is not None:
+            self._process.send_signal(number)
+
+    def wait_exit(self, timeout: float = 15) -> int:
+        """Wait for the process to end (after `signal`); returns its status."""
+        process, self._process = self._process, None
+        if process is None:
+            return 0
+        return process.wait(timeout=timeout)
+
+    def kill(self) -> None:
+        """SIGKILL, as a crash or the OOM killer would: nothing of Hermes runs after it."""
+        process, self._process = self._process, None
+        if process is not None and process.poll() is None:
             process.kill()
             process.wait(timeout=10)
 

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import sys
 import uuid
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser, OutputWrapper
 
+from agent import presence
 from agent.engine.events import Approval, Done, Error, Event, TextDelta, ToolResult, ToolUse
 from agent.engine.runner import TurnRejected, turn_start
 from agent.tools.config import MCPConfigError
@@ -22,6 +24,8 @@ from agent.tools.hub import tool_hub
 EXIT_ERROR = 1
 EXIT_REJECTED = 2
 EXIT_INTERRUPTED = 130
+# Killed politely (SIGTERM: `timeout`, systemd, a container stop): the turn ended `interrupted`.
+EXIT_TERMINATED = 143
 
 
 class Command(BaseCommand):
@@ -36,10 +40,15 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         session_id = _session_id_parse(options["session"])
         printer = JsonPrinter(self.stdout) if options["json"] else TextPrinter(self.stdout, self.stderr)
+        # Announced before asking: this process owns its turn, and a turn left by an `ask` that
+        # died is freed by the next one at once.
+        presence.presence_start("ask")
         try:
             code = asyncio.run(_ask(options["question"], session_id, options["actor"], printer))
         except KeyboardInterrupt:
             code = EXIT_INTERRUPTED
+        finally:
+            presence.presence_stop()
         if code:
             sys.exit(code)
 
@@ -64,7 +73,16 @@ async def _ask(question: str, session_id: uuid.UUID | None, actor: str, printer:
         except TurnRejected as rejected:
             printer.rejected(rejected)
             return EXIT_REJECTED
-        failed = False
+        failed = terminated = False
+
+        def terminate() -> None:
+            nonlocal terminated
+            terminated = True
+            handle.interrupt("The `ask` command was stopped (SIGTERM) while answering.")
+
+        # SIGTERM ends the turn cleanly: what it said is kept, it is marked `interrupted`, and the
+        # session takes the next question at once.
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, terminate)
         try:
             async for event in handle.events():
                 printer.event(event)
@@ -74,6 +92,10 @@ async def _ask(question: str, session_id: uuid.UUID | None, actor: str, printer:
             handle.cancel()
             await handle.wait()
             raise KeyboardInterrupt from None
+        finally:
+            asyncio.get_running_loop().remove_signal_handler(signal.SIGTERM)
+        if terminated:
+            return EXIT_TERMINATED
         return EXIT_ERROR if failed else 0
     finally:
         await hub.aclose()

@@ -9,15 +9,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import signal
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from mcp import stdio_server
 
+from agent import presence
+from agent.engine.runner import turns_shutdown
 from agent.tools.config import MCPConfigError
 from agent.tools.hub import tool_hub
 from interop.mcp_server import build_mcp_server
 from interop.peers import PEER_NAME
+
+# How long answers to interrupted calls get to reach the client after a SIGTERM.
+DRAIN_SECONDS = 1.0
 
 
 class Command(BaseCommand):
@@ -35,8 +41,12 @@ class Command(BaseCommand):
         peer = options["peer"]
         if peer is not None and not PEER_NAME.match(peer):
             raise CommandError("--peer is 1-64 letters, digits, '.', '_' or '-'")
-        with contextlib.suppress(KeyboardInterrupt):
-            asyncio.run(_serve(peer))
+        presence.presence_start("mcp_serve")
+        try:
+            with contextlib.suppress(KeyboardInterrupt):
+                asyncio.run(_serve(peer))
+        finally:
+            presence.presence_stop()
 
 
 async def _serve(peer: str | None) -> None:
@@ -45,8 +55,24 @@ async def _serve(peer: str | None) -> None:
     except MCPConfigError as exc:
         raise CommandError(str(exc)) from None
     server = build_mcp_server(peer=peer)
-    try:
+
+    async def serve() -> None:
         async with stdio_server() as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())
+
+    serving = asyncio.ensure_future(serve())
+    terminated = asyncio.Event()
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, terminated.set)
+    stopping = asyncio.ensure_future(terminated.wait())
+    try:
+        await asyncio.wait({serving, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        if terminated.is_set() and not serving.done():
+            # SIGTERM: the running turns end `interrupted` (partial answers kept) and their callers
+            # get that answer before the server goes.
+            await turns_shutdown(reason="Hermes's MCP server was stopped (SIGTERM) while answering.")
+            await asyncio.wait({serving}, timeout=DRAIN_SECONDS)
     finally:
+        stopping.cancel()
+        serving.cancel()
+        await asyncio.gather(serving, stopping, return_exceptions=True)
         await hub.aclose()

@@ -1,0 +1,236 @@
+"""Process presence: which Hermes process owns a running turn, and whether that process still lives.
+
+A session answers one question at a time, so a turn left `running` by a process that is gone locks
+its session until someone notices. Waiting out a heartbeat timeout made that ~90 s after every
+restart; instead each process announces itself (an `Instance` row) and stamps the turns it starts
+with its id, and whoever next looks (a new question in the session, Stop, a process starting)
+decides from the owner whether the turn can still finish. The signals, fastest first:
+
+1. A clean shutdown sets `stopped_at` after interrupting its own turns.
+2. PostgreSQL: each process holds a session-level advisory lock on a connection of its own while it
+   lives. The server releases it the moment the process's socket closes (crash, SIGKILL, OOM,
+   container removed), on whatever host the process ran. A lock nobody holds is a dead owner.
+3. Same machine (hostname and kernel boot id match): the owner's pid is gone, a zombie, or a new
+   process that reused the pid (its start time differs). This is what SQLite deployments, `ask` and
+   `mcp_serve` rely on, and it needs no extra connection.
+4. Otherwise (another host without the lock, or a turn older than ownership) the turn's heartbeat:
+   older than `HERMES_TURN_STALE_SECONDS` means the process is gone.
+
+An owner that is provably alive keeps its turns however long they take: its own deadline ends them.
+This process's turns are alive while its runner still runs them (`turn_running_add`).
+
+Rejected: a Redis key with a TTL (a dead process still holds the session for the TTL, and SQLite
+deployments have no Redis); a lock in one process's memory (useless across processes).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import secrets
+import socket
+import threading
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from django.db import connection
+
+logger = logging.getLogger(__name__)
+
+# Turn ids this process is running now (kept by the runner): its own turns need no probe.
+_running_here: set[uuid.UUID] = set()
+_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class Presence:
+    instance_id: uuid.UUID
+    role: str
+    pid: int
+
+
+_current: Presence | None = None
+# The dedicated PostgreSQL connection that holds this process's advisory lock.
+_lock_connection: Any = None
+
+
+def host_identity() -> str:
+    """This machine, as `hostname/boot-id`: the boot id tells a rebooted host (or container host) apart."""
+    boot_id = ""
+    with contextlib.suppress(OSError):
+        boot_id = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    return f"{socket.gethostname()}/{boot_id}"
+
+
+def process_started(pid: int) -> str | None:
+    """The process's start time (clock ticks since boot, from /proc), "" where /proc is missing,
+    None when there is no such living process (gone, or a zombie waiting to be reaped)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return ""
+    # The command name may hold spaces and parentheses: fields start after the last ")".
+    fields = stat.rsplit(")", 1)[-1].split()
+    if not fields or fields[0] in ("Z", "X"):
+        return None
+    return fields[19] if len(fields) > 19 else ""
+
+
+def process_alive(pid: int, started: str) -> bool:
+    """Whether the process `pid` that started at `started` still runs on this machine."""
+    now_started = process_started(pid)
+    if now_started is None:
+        return False
+    if now_started == "":
+        # No /proc: fall back on whether any process has that pid.
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+    return not started or now_started == started
+
+
+def presence_start(role: str) -> Presence:
+    """Announce this process (once; later calls return the same presence) and interrupt the turns
+    of processes that are gone, so a restarted Hermes serves their sessions at once.
+
+    Synchronous: call it from a thread that may use the database (a command's `handle`, a launcher
+    before the event loop starts, or through `database_sync_to_async`).
+    """
+    global _current, _lock_connection
+    from agent import services  # services use this module; import here to keep the layers one-way
+
+    with _lock:
+        if _current is not None and _current.pid == os.getpid():
+            return _current
+        lock_key: int | None = None
+        if connection.vendor == "postgresql":
+            lock_key, _lock_connection = _advisory_lock_take()
+        instance_id = services.instance_announce(
+            role=role,
+            host=host_identity(),
+            pid=os.getpid(),
+            pid_started=process_started(os.getpid()) or "",
+            lock_key=lock_key,
+        )
+        _current = Presence(instance_id=instance_id, role=role, pid=os.getpid())
+    interrupted = services.turns_interrupt_orphaned()
+    if interrupted:
+        logger.info("Interrupted %d turn(s) left running by Hermes processes that are gone", len(interrupted))
+    return _current
+
+
+def presence_current() -> Presence:
+    """This process's presence, announced on first use (as role `hermes` unless an entry point
+    announced it first with its own role)."""
+    current = _current
+    if current is not None and current.pid == os.getpid():
+        return current
+    return presence_start("hermes")
+
+
+def presence_stop() -> None:
+    """Say this process is gone (after its turns were interrupted), and let go of its lock."""
+    global _current, _lock_connection
+    from agent import services
+
+    with _lock:
+        current, _current = _current, None
+        lock_connection, _lock_connection = _lock_connection, None
+    if current is not None and current.pid == os.getpid():
+        try:
+            services.instance_retire(instance_id=current.instance_id)
+        except Exception:
+            logger.exception("Could not record this Hermes process as stopped")
+    if lock_connection is not None:
+        try:
+            lock_connection.close()
+        except Exception:
+            logger.debug("Closing the presence lock connection failed", exc_info=True)
+
+
+def turn_running_add(turn_id: uuid.UUID) -> None:
+    _running_here.add(turn_id)
+
+
+def turn_running_discard(turn_id: uuid.UUID) -> None:
+    _running_here.discard(turn_id)
+
+
+def turn_running_here(turn_id: uuid.UUID) -> bool:
+    return turn_id in _running_here
+
+
+def owners_gone(owners: set[uuid.UUID]) -> tuple[set[uuid.UUID], set[uuid.UUID]]:
+    """Split owners into (gone, undecided): undecided ones fall back on the turn's heartbeat.
+
+    Owners not returned are provably alive. This process counts as alive (the caller checks each
+    of its own turns with `turn_running_here`).
+    """
+    from agent.models import Instance
+
+    current = _current if (_current is not None and _current.pid == os.getpid()) else None
+    others = {owner for owner in owners if current is None or owner != current.instance_id}
+    if not others:
+        return set(), set()
+    instances = {row.id: row for row in Instance.objects.filter(id__in=others)}
+    held = _advisory_locks_held() if connection.vendor == "postgresql" else None
+    here = host_identity()
+    gone: set[uuid.UUID] = set()
+    undecided: set[uuid.UUID] = set()
+    for owner in others:
+        instance = instances.get(owner)
+        if instance is None or instance.stopped_at is not None:
+            gone.add(owner)
+        elif held is not None and instance.lock_key is not None:
+            if instance.lock_key not in held:
+                gone.add(owner)
+        elif instance.host == here:
+            if not process_alive(instance.pid, instance.pid_started):
+                gone.add(owner)
+        else:
+            undecided.add(owner)
+    return gone, undecided
+
+
+def _advisory_lock_take() -> tuple[int | None, Any]:
+    """Hold a random advisory lock on a connection of our own for as long as this process lives."""
+    import psycopg
+
+    key = secrets.randbits(62)
+    try:
+        params = connection.get_connection_params()
+        params.pop("cursor_factory", None)
+        params.pop("context", None)
+        params.pop("pool", None)
+        params["autocommit"] = True
+        params["application_name"] = "hermes-presence"
+        held = psycopg.connect(**params)
+        held.execute("SELECT pg_advisory_lock(%s)", (key,))
+    except Exception:
+        # Ownership still works through the other signals; say why it is slower.
+        logger.warning(
+            "Could not take this process's presence lock on PostgreSQL: turns of a crashed process "
+            "on another host are freed by their heartbeat instead",
+            exc_info=True,
+        )
+        return None, None
+    return key, held
+
+
+def _advisory_locks_held() -> set[int]:
+    """Every bigint advisory lock held now, by any session of the server."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT (classid::bigint << 32) | objid::bigint FROM pg_locks "
+            "WHERE locktype = 'advisory' AND objsubid = 1 AND granted"
+        )
+        return {int(row[0]) for row in cursor.fetchall()}

@@ -1,0 +1,92 @@
+"""`python -m hermes_site.serve [daphne options] hermes_site.asgi:application`: Daphne, with Hermes's
+start-up and shutdown.
+
+It takes exactly Daphne's command line. What it adds:
+- At start, before listening, the process announces itself (`agent.presence`) and interrupts the
+  turns of Hermes processes that are gone, so their sessions answer at once after a restart.
+- On SIGTERM or SIGINT Daphne cancels every connection's application at once and stops the event
+  loop; running turns would die without a word (their tasks never finish) and their `/chat`
+  clients would get neither `error` nor `done`. Here the running turns are interrupted first: each
+  keeps its partial answer, ends `interrupted`, and its followers (an SSE stream, the control room)
+  get `error` and `done` before the connections close. New questions meanwhile are refused (503).
+  The process then records itself as stopped, so no one waits for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from typing import Any
+
+from daphne.cli import CommandLineInterface
+from daphne.server import Server
+from twisted.internet import defer
+
+logger = logging.getLogger("hermes_site.serve")
+
+# How long the running turns get to end and their streams to say so; within Docker's default
+# 10 s stop timeout, so the SIGKILL that follows does not cut the shutdown short.
+SHUTDOWN_GRACE_SECONDS = 6.0
+# Then how long the connections get to write those last events before Daphne closes them.
+DRAIN_SECONDS = 1.0
+
+
+class HermesServer(Server):
+    def kill_all_applications(self) -> Any:
+        future = asyncio.ensure_future(self._turns_shutdown())
+        deferred = defer.Deferred.fromFuture(future)
+        deferred.addErrback(lambda failure: logger.error("Graceful shutdown failed: %s", failure.getErrorMessage()))
+        deferred.addBoth(lambda _: Server.kill_all_applications(self))
+        return deferred
+
+    async def _turns_shutdown(self) -> None:
+        from channels.db import database_sync_to_async
+
+        from agent import presence
+        from agent.engine.runner import turns_shutdown
+        from agent.live import turn_registry_close
+
+        interrupted = await turns_shutdown(
+            reason="Hermes was stopped (restart or upgrade) while answering.", grace=SHUTDOWN_GRACE_SECONDS
+        )
+        if interrupted:
+            logger.info("Interrupted %d running turn(s) for shutdown", interrupted)
+            # The streams following those turns now write their last events and end.
+            streams = [
+                details["application_instance"]
+                for details in self.connections.values()
+                if details.get("application_instance") is not None and not details["application_instance"].done()
+            ]
+            if streams:
+                await asyncio.wait(streams, timeout=DRAIN_SECONDS)
+        await turn_registry_close()
+        await database_sync_to_async(presence.presence_stop)()
+
+
+class HermesCommandLine(CommandLineInterface):
+    server_class = HermesServer
+
+
+def main() -> None:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hermes_site.settings")
+    import django
+
+    django.setup(set_prefix=False)
+    from django.db import connections
+
+    from agent import presence
+
+    try:
+        presence.presence_start("web")
+        # The main thread becomes the event loop's: it must not keep a database connection.
+        connections.close_all()
+    except Exception:
+        # A database that is not there yet must not keep the server from starting: turns announce
+        # the process on first use, and `/healthz` says what is wrong.
+        logger.exception("Could not announce this Hermes process at start-up")
+    HermesCommandLine.entrypoint()
+
+
+if __name__ == "__main__":
+    main()
