@@ -21,6 +21,7 @@ REJECTION_STATUS = {
     "session_busy": 409,
     "llm_not_configured": 503,
     "persona_missing": 503,
+    "shutting_down": 503,
 }
 
 
