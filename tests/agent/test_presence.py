@@ -111,3 +111,13 @@ class TestOrphanedTurns:
         mine = presence.presence_current().instance_id
         forgotten = running_turn(mine)
         assert services.turns_interrupt_orphaned() == [forgotten.id]
+
+
+@pytest.mark.django_db
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="the presence lock is PostgreSQL's")
+def test_on_postgresql_this_process_holds_its_presence_lock() -> None:
+    presence.presence_stop()  # announced anew in this test's transaction
+    mine = Instance.objects.get(pk=presence.presence_current().instance_id)
+    assert mine.lock_key is not None
+    assert presence.owners_gone({mine.id}) == (set(), set())
+    assert mine.lock_key in presence._advisory_locks_held()
