@@ -84,16 +84,31 @@ async def timed_ask(question: str, hub: ToolHub, *, within: float, **kwargs: Any
 
 
 class TestDeadlines:
-    @pytest.mark.parametrize("after_events", [1, 4], ids=["before-output", "after-output"])
-    async def test_a_stall_ends_the_turn_after_hermes_llm_timeout_of_silence(
-        self, llm: FakeAnthropic, hub: ToolHub, settings: Any, llm_log: pytest.LogCaptureFixture, after_events: int
+    @pytest.mark.parametrize(
+        ("fault", "after_events"),
+        [("stall", 1), ("stall", 4), ("pings", 4)],
+        ids=["stall-before-output", "stall-after-output", "pings-after-output"],
+    )
+    async def test_a_silent_model_ends_the_turn_after_hermes_llm_timeout(
+        self,
+        llm: FakeAnthropic,
+        hub: ToolHub,
+        settings: Any,
+        llm_log: pytest.LogCaptureFixture,
+        fault: str,
+        after_events: int,
     ) -> None:
+        # Pings keep a connection alive but say nothing: they are silence too.
         settings.HERMES_LLM_TIMEOUT = 3
-        llm.enqueue(Reply.stall(after_events=after_events, reply=Reply.text(ANSWER, chunk=10)))
+        reply = Reply.text(ANSWER, chunk=10)
+        if fault == "stall":
+            llm.enqueue(Reply.stall(after_events=after_events, reply=reply))
+        else:
+            llm.enqueue(Reply.pings(after_events=after_events, every=0.2, reply=reply))
 
         handle, events, took = await timed_ask("is caddy healthy?", hub, within=30)
 
-        print(f"stall with HERMES_LLM_TIMEOUT=3 ({after_events} events first): turn ended after {took:.2f} s")
+        print(f"{fault} with HERMES_LLM_TIMEOUT=3 ({after_events} events first): turn ended after {took:.2f} s")
         assert 3 <= took < 3 + SLACK
         error = error_of(events)
         assert error.code == "llm_error" and "sent nothing for 3 s (HERMES_LLM_TIMEOUT)" in error.message
