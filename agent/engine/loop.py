@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 import anthropic
-import httpx2
 from channels.db import database_sync_to_async
 from django.utils import timezone
 
@@ -29,8 +28,9 @@ from agent.engine.budgets import Budgets
 from agent.engine.caching import cache_breakpoints_apply
 from agent.engine.events import Done, Error, Event, TextDelta, ToolResult, ToolUse
 from agent.engine.history import content_strip_cache_control, messages_for_api, synthetic_tool_results
+from agent.engine.model_stream import AttemptFailed, TimeLimitReached, model_stream
 from agent.engine.truncation import tool_result_bound
-from agent.llm import LLMFailure, llm_failure, llm_retry_delay
+from agent.llm import LLMFailure, llm_retry_delay
 from agent.logs import log_event, turn_context_set
 from agent.models import Turn
 from agent.redaction import redact
@@ -65,18 +65,6 @@ class ModelCallFailed(Exception):
         super().__init__(message)
         self.partial = partial
         self.code = code
-
-
-class _AttemptFailed(Exception):
-    """One attempt at a model call failed; the caller decides whether another may follow."""
-
-    def __init__(self, failure: LLMFailure) -> None:
-        super().__init__(failure.message)
-        self.failure = failure
-
-
-class _TimeLimitReached(Exception):
-    """The turn's time limit ended a model call."""
 
 
 @dataclass
@@ -236,16 +224,24 @@ class TurnLoop:
             attempt += 1
             started = time.monotonic()
             emitted, text_blocks = self._emitted, self.state.text_blocks
+            self._stream = None
             try:
-                message = await self._model_attempt(params, final=final)
+                message = await model_stream(
+                    self.client,
+                    params,
+                    time_limit=self.time_limit,
+                    silence=self.budgets.llm_timeout,
+                    opened=self._stream_opened,
+                    on_event=lambda event: self._on_stream_event(event, final=final),
+                )
             except asyncio.CancelledError:
                 self._model_call_observe(started, outcome="cancelled", attempt=attempt)
                 raise
-            except _TimeLimitReached:
+            except TimeLimitReached:
                 described = self._time_limit_text()
                 self._model_call_observe(started, outcome="error", attempt=attempt, error=described)
                 raise ModelCallFailed(described, self._partial_text(), code="timeout") from None
-            except _AttemptFailed as failed:
+            except AttemptFailed as failed:
                 spoke = self._emitted > emitted
                 delay = None if spoke else self._retry_delay(failed.failure, attempt=attempt)
                 if delay is None:
@@ -282,60 +278,8 @@ class TurnLoop:
         )
         return content
 
-    async def _model_attempt(self, params: dict[str, Any], *, final: bool) -> Any:
-        """One request and its stream, bounded by `llm_timeout` of silence and by the turn's time limit.
-
-        Both bounds are asyncio deadlines around the whole call, not HTTP read timeouts: bytes that
-        carry no event (`ping`s, which the SDK skips) are not progress, and the turn's limit holds
-        however the stream behaves. Raises `_AttemptFailed` or `_TimeLimitReached`.
-        """
-        loop = asyncio.get_running_loop()
-        silence = self.budgets.llm_timeout
-        self._stream = None
-        overall = asyncio.timeout_at(loop.time() + (self.time_limit - time.monotonic()))
-        quiet = asyncio.timeout(silence)
-        began = False
-        try:
-            async with overall, quiet, self.client.messages.stream(**params) as stream:
-                self._stream = stream
-                self._event_stream_check(stream.response)
-                async for event in stream:
-                    quiet.reschedule(loop.time() + silence)
-                    began = began or event.type == "message_start"
-                    self._on_stream_event(event, final=final)
-                if not began:
-                    raise _AttemptFailed(
-                        LLMFailure("The model API's stream ended before the message began.", retryable=True)
-                    )
-                message = await stream.get_final_message()
-        except TimeoutError:
-            if overall.expired():
-                raise _TimeLimitReached from None
-            if not quiet.expired():
-                raise
-            raise _AttemptFailed(
-                LLMFailure(f"The model API sent nothing for {silence:g} s (HERMES_LLM_TIMEOUT).")
-            ) from None
-        except (anthropic.APIError, httpx2.HTTPError, ValueError) as exc:
-            raise _AttemptFailed(llm_failure(exc)) from exc
-        if message.stop_reason is None:
-            raise _AttemptFailed(
-                LLMFailure("The model's response stream ended before the message was complete.", retryable=True)
-            )
-        return message
-
-    @staticmethod
-    def _event_stream_check(response: httpx2.Response) -> None:
-        """A 200 that is not an event stream holds no answer (the SDK would find no event in it)."""
-        content_type = response.headers.get("content-type", "")
-        if not content_type.startswith("text/event-stream"):
-            shown = content_type.split(";")[0] or "no content type"
-            raise _AttemptFailed(
-                LLMFailure(
-                    f"The model API answered {response.status_code} with {shown} instead of an event stream: "
-                    "ANTHROPIC_BASE_URL may not point at a Messages API, or a proxy answered in its place."
-                )
-            )
+    def _stream_opened(self, stream: Any) -> None:
+        self._stream = stream
 
     def _retry_delay(self, failure: LLMFailure, *, attempt: int) -> float | None:
         """Seconds before the next attempt, or None when there is none (not retryable, no tries or time left)."""

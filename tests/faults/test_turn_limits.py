@@ -16,7 +16,6 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -80,12 +79,8 @@ def hermes(hermes_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory)
 
 
 def log_lines(server: DaphneServer) -> list[dict[str, Any]]:
-    """Hermes's own JSON log lines (Daphne's access log and uvicorn-free noise skipped)."""
-    lines = []
-    for line in server.log().splitlines():
-        if line.startswith("{"):
-            lines.append(json.loads(line))
-    return lines
+    """Hermes's own JSON log lines (Daphne's plain startup lines skipped)."""
+    return [json.loads(line) for line in server.log().splitlines() if line.startswith("{")]
 
 
 class TestChat:
@@ -167,7 +162,7 @@ async def test_hermes_ask_s_timeout_secs_holds_against_a_model_that_keeps_talkin
 ) -> None:
     fake_llm.enqueue(talking_forever())
     params = StdioServerParameters(
-        command=sys.executable, args=["manage.py", "mcp_serve"], cwd=str(Path(REPO_ROOT)), env=mcp_env
+        command=sys.executable, args=["manage.py", "mcp_serve"], cwd=str(REPO_ROOT), env=mcp_env
     )
     async with Client(params, client_info=Implementation(name="garraia-test", version="1.0")) as session:
         started = time.monotonic()
