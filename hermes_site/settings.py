@@ -215,7 +215,11 @@ HERMES_MAX_TOKENS = env_int("HERMES_MAX_TOKENS", 4096, minimum=1)
 HERMES_TURN_TOKEN_BUDGET = env_int("HERMES_TURN_TOKEN_BUDGET", 400_000, minimum=1)
 HERMES_TURN_TIMEOUT = env_float("HERMES_TURN_TIMEOUT", 600.0, minimum=1.0)
 HERMES_TOOL_RESULT_MAX_CHARS = env_int("HERMES_TOOL_RESULT_MAX_CHARS", 20_000, minimum=200)
+# Seconds a model call may go without a stream event (pings do not count); the turn's own time
+# limit bounds every call overall.
 HERMES_LLM_TIMEOUT = env_float("HERMES_LLM_TIMEOUT", 120.0, minimum=1.0)
+# Retries of a model call that failed before it said anything (drop, overload, 5xx), within the turn's time.
+HERMES_LLM_RETRIES = env_int("HERMES_LLM_RETRIES", 2, minimum=0)
 HERMES_MAX_MESSAGE_CHARS = env_int("HERMES_MAX_MESSAGE_CHARS", 32_000, minimum=1)
 # A running turn whose heartbeat is older than this belongs to a process that died.
 HERMES_TURN_STALE_SECONDS = env_float("HERMES_TURN_STALE_SECONDS", 90.0, minimum=1.0)

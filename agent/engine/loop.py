@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 import anthropic
-import httpx2
 from channels.db import database_sync_to_async
 from django.utils import timezone
 
@@ -29,8 +28,9 @@ from agent.engine.budgets import Budgets
 from agent.engine.caching import cache_breakpoints_apply
 from agent.engine.events import Done, Error, Event, TextDelta, ToolResult, ToolUse
 from agent.engine.history import content_strip_cache_control, messages_for_api, synthetic_tool_results
+from agent.engine.model_stream import AttemptFailed, TimeLimitReached, model_stream
 from agent.engine.truncation import tool_result_bound
-from agent.llm import llm_error_describe
+from agent.llm import LLMFailure, llm_retry_delay
 from agent.logs import log_event, turn_context_set
 from agent.models import Turn
 from agent.redaction import redact
@@ -44,8 +44,6 @@ Emit = Callable[[Event], None]
 
 PREVIEW_CHARS = 4000
 HEARTBEAT_SECONDS = 20.0
-# Time the forced final answer may still take once the wall-clock budget is spent.
-FINAL_ANSWER_GRACE = 60.0
 
 USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
 
@@ -57,11 +55,16 @@ STOP_NOTES = {
 
 
 class ModelCallFailed(Exception):
-    """The model call failed; the partial text it streamed (if any) is attached."""
+    """The model call failed; the partial text it streamed (if any) is attached.
 
-    def __init__(self, message: str, partial: list[Block]) -> None:
+    `code` is the turn's stop reason and error code: `llm_error`, or `timeout` when the turn's
+    time limit ended the call.
+    """
+
+    def __init__(self, message: str, partial: list[Block], *, code: str = "llm_error") -> None:
         super().__init__(message)
         self.partial = partial
+        self.code = code
 
 
 @dataclass
@@ -105,7 +108,10 @@ class TurnLoop:
         self.budgets = budgets
         self.emit = emit
         self.started = time.monotonic()
-        self.deadline = self.started + budgets.timeout
+        # The turn ends by this moment, whatever it is doing: a model call in flight is cut.
+        self.time_limit = self.started + budgets.timeout
+        # Work (tool rounds) stops by this moment, leaving the rest for the forced final answer.
+        self.deadline = self.time_limit - budgets.final_answer_reserve
         self.tools: list[Block] = []
         self._last_stop_reason = "end_turn"
         # The model stream in flight: what it said so far is kept if the turn is cancelled.
@@ -113,6 +119,8 @@ class TurnLoop:
         # Why the turn is being cancelled when it is not the operator's Stop (its process is going
         # away): the turn then ends `interrupted` instead of `cancelled`.
         self.interrupted_by = ""
+        # Events shown to the transport from model streams: once one is out, a call is not retried.
+        self._emitted = 0
 
     async def run(self) -> None:
         """Run the turn to its end, emitting events; always finishes with `done`.
@@ -137,11 +145,14 @@ class TurnLoop:
             return
         except ModelCallFailed as failure:
             await self._keep_partial(failure.partial)
-            await self._finish(Turn.Status.ERROR, "llm_error", error=str(failure), code="llm_error")
+            await self._finish(Turn.Status.ERROR, failure.code, error=str(failure), code=failure.code)
             return
         except Exception as exc:  # a bug must end the turn visibly, not leave it running
+            # Logged here, in the turn's context: re-raised, it would only surface as "Task exception
+            # was never retrieved" whenever the task is collected, under whichever turn runs then.
+            logger.exception("turn.crashed", extra={"event": "turn.crashed", "fields": {}})
             await self._finish(Turn.Status.ERROR, "error", error=f"{exc.__class__.__name__}: {exc}", code="error")
-            raise
+            return
         finally:
             heartbeat.cancel()
         await self._finish(Turn.Status.DONE, stop_reason)
@@ -185,14 +196,20 @@ class TurnLoop:
             await self._store("user", [nudge])
         else:
             await self._append("user", [nudge])
-        self.deadline = max(self.deadline, time.monotonic() + FINAL_ANSWER_GRACE)
+        # Bounded by the turn's time limit, like every model call: the reserve kept for it is what it gets.
         await self._model_call(final=True)
         return reason
 
     # --- the model -------------------------------------------------------------------------------
 
     async def _model_call(self, *, final: bool) -> list[Block]:
-        """Stream one model response, emitting text and tool calls; store and return its blocks."""
+        """Stream one model response, emitting text and tool calls; store and return its blocks.
+
+        An attempt that fails before anything was shown (a dropped connection, an overload, a 5xx)
+        is tried again after a backoff, while the turn's time allows; once text or a tool call is
+        out, it is not (the operator saw it; a second answer would contradict or repeat it).
+        Every attempt logs one `llm.call` line.
+        """
         tools, system, messages = cache_breakpoints_apply(
             tools=self.tools, system=self.system, messages=messages_for_api(self.state.messages)
         )
@@ -207,29 +224,52 @@ class TurnLoop:
             if final:
                 # The history holds tool blocks, so the tools must stay defined; `none` forbids use.
                 params["tool_choice"] = {"type": "none"}
-        timeout = max(self.deadline - time.monotonic(), 1.0)
         self.state.iterations += 1
-        started = time.monotonic()
-        try:
-            async with self.client.messages.stream(**params, timeout=timeout) as stream:
-                self._stream = stream
-                async for event in stream:
-                    self._on_stream_event(event, final=final)
-                message = await stream.get_final_message()
-        except asyncio.CancelledError:
-            self._model_call_observe(started, outcome="cancelled")
-            raise
-        except (anthropic.APIError, httpx2.HTTPError, ValueError) as exc:
-            described = llm_error_describe(exc)
-            self._model_call_observe(started, outcome="error", error=described)
-            raise ModelCallFailed(described, self._partial_text()) from exc
-        if message.stop_reason is None:
-            described = "The model's response stream ended before the message was complete."
-            self._model_call_observe(started, outcome="error", error=described)
-            raise ModelCallFailed(described, self._partial_text())
+        attempt = 0
+        while True:
+            attempt += 1
+            started = time.monotonic()
+            emitted, text_blocks = self._emitted, self.state.text_blocks
+            self._stream = None
+            try:
+                message = await model_stream(
+                    self.client,
+                    params,
+                    time_limit=self.time_limit,
+                    silence=self.budgets.llm_timeout,
+                    opened=self._stream_opened,
+                    on_event=lambda event: self._on_stream_event(event, final=final),
+                )
+            except asyncio.CancelledError:
+                self._model_call_observe(started, outcome="cancelled", attempt=attempt)
+                raise
+            except TimeLimitReached:
+                described = self._time_limit_text()
+                self._model_call_observe(started, outcome="error", attempt=attempt, error=described)
+                raise ModelCallFailed(described, self._partial_text(), code="timeout") from None
+            except AttemptFailed as failed:
+                spoke = self._emitted > emitted
+                delay = None if spoke else self._retry_delay(failed.failure, attempt=attempt)
+                if delay is None:
+                    described = failed.failure.message
+                    if spoke:
+                        described += " The answer was cut off after it began; what arrived is kept."
+                    elif attempt > 1:
+                        described += f" (tried {attempt} times)"
+                    self._model_call_observe(started, outcome="error", attempt=attempt, error=described)
+                    raise ModelCallFailed(described, self._partial_text()) from failed.__cause__
+                self._model_call_observe(
+                    started, outcome="retry", attempt=attempt, error=failed.failure.message, retry_in=delay
+                )
+                # Nothing of the failed attempt was shown; its empty text block never existed.
+                self.state.text_blocks = text_blocks
+                await asyncio.sleep(delay)
+                continue
+            break
+        self._stream = None
 
         usage = self._usage_add(message.usage)
-        self._model_call_observe(started, outcome="ok", usage=usage, stop_reason=message.stop_reason)
+        self._model_call_observe(started, outcome="ok", attempt=attempt, usage=usage, stop_reason=message.stop_reason)
         self._last_stop_reason = message.stop_reason
         content = content_strip_cache_control(cast(list[Block], message.to_param()["content"]))
         if final or message.stop_reason == "max_tokens":
@@ -237,7 +277,6 @@ class TurnLoop:
             content = [block for block in content if block["type"] == "text" and block["text"]]
             if not content and final:
                 content = [self._fallback_text()]
-        self._stream = None
         if content:
             await self._append("assistant", content)
         await database_sync_to_async(services.turn_progress)(
@@ -245,14 +284,34 @@ class TurnLoop:
         )
         return content
 
+    def _stream_opened(self, stream: Any) -> None:
+        self._stream = stream
+
+    def _retry_delay(self, failure: LLMFailure, *, attempt: int) -> float | None:
+        """Seconds before the next attempt, or None when there is none (not retryable, no tries or time left)."""
+        if not failure.retryable or attempt > self.budgets.llm_retries:
+            return None
+        delay = llm_retry_delay(failure, attempt=attempt)
+        if delay is None or time.monotonic() + delay >= self.time_limit:
+            return None
+        return delay
+
+    def _time_limit_text(self) -> str:
+        limit = f"This question's time limit ({self.budgets.timeout:g} s) ran out"
+        if self._partial_text():
+            return f"{limit} while the model was answering; what it said so far is kept."
+        return f"{limit} before the model answered."
+
     def _on_stream_event(self, event: Any, *, final: bool) -> None:
         if event.type == "content_block_start" and event.content_block.type == "text":
             self.state.text_blocks += 1
         elif event.type == "text" and event.text:
+            self._emitted += 1
             self.emit(TextDelta(text=event.text, block=self.state.text_blocks - 1))
         elif event.type == "content_block_stop" and event.content_block.type == "tool_use" and not final:
             block = event.content_block
             spec = self.hub.spec(block.name)
+            self._emitted += 1
             self.emit(
                 ToolUse(
                     id=block.id,
@@ -281,9 +340,11 @@ class TurnLoop:
         started: float,
         *,
         outcome: str,
+        attempt: int = 1,
         usage: dict[str, int] | None = None,
         stop_reason: str = "",
         error: str = "",
+        retry_in: float | None = None,
     ) -> None:
         duration = time.monotonic() - started
         metrics.llm_call(model=self.model, duration_seconds=duration, outcome=outcome, usage=usage)
@@ -291,11 +352,13 @@ class TurnLoop:
         log_event(
             logger,
             "llm.call",
-            level=logging.WARNING if outcome == "error" else logging.INFO,
+            level=logging.WARNING if outcome in ("error", "retry") else logging.INFO,
             model=self.model,
             outcome=outcome,
             duration_ms=round(duration * 1000),
             iteration=self.state.iterations,
+            attempt=attempt if attempt > 1 or outcome == "retry" else None,
+            retry_in_ms=round(retry_in * 1000) if retry_in is not None else None,
             stop_reason=stop_reason or None,
             input_tokens=tokens.get("input_tokens"),
             output_tokens=tokens.get("output_tokens"),

@@ -33,6 +33,10 @@ as measured by `tests/fakes/test_anthropic_api.py`:
 - `Reply.drop(...)`: `httpx2.RemoteProtocolError` (not wrapped by the SDK) while the stream is
   read. Never retried.
 - `Reply.stall(...)`: `httpx2.ReadTimeout` (not wrapped) once the client's read timeout passes.
+- `Reply.pings(...)`: no error and no event ever: the SDK skips `ping` events, and the bytes
+  keep httpx's per-read timeout from firing. Only a deadline of the client's own ends it.
+- `Reply.not_event_stream(...)`: no error from the SDK while iterating (it finds no SSE event);
+  `get_final_message()` then fails with a bare `AssertionError`.
 - `Reply.truncated()`: no error at all; `get_final_message()` returns the partial message with
   `stop_reason is None` and `usage.output_tokens == 1` (from `message_start`). A client must
   treat a missing stop_reason as a failed response.
@@ -224,6 +228,12 @@ class FakeAnthropic:
         usage = self._cache.account(body)
         message_id, model = new_id("msg_"), str(body["model"])
         stopping = self._server.stopping
+        if reply.fault is not None and reply.fault.kind == "not_sse":
+            fault = reply.fault
+            page = fault.body
+            if page is None:
+                page = json.dumps(message_json(reply, message_id=message_id, model=model, usage=usage))
+            return Response(page, media_type=fault.content_type, headers={"request-id": request_id})
         if body.get("stream") is True:
             events = message_events(reply, message_id=message_id, model=model, usage=usage)
             return ScriptedStream(

@@ -8,6 +8,8 @@ so the same reply can be queued, returned from a responder, or asserted on after
     Reply.blocks([text("Checking both."), tool_use("a", {}), tool_use("b", {"x": 1})])
     Reply.http_error(529, "overloaded_error", "Overloaded")
     Reply.drop(after_events=4)                             # connection closed mid-stream
+    Reply.pings(after_events=1, every=0.5)                 # alive but silent: `ping` events forever
+    Reply.not_event_stream("text/html", "<h1>Bad gateway</h1>")  # 200, but not SSE
 """
 
 from __future__ import annotations
@@ -75,7 +77,7 @@ class ApiError:
         }
 
 
-FaultKind = Literal["stream_error", "drop", "stall", "truncated"]
+FaultKind = Literal["stream_error", "drop", "stall", "truncated", "pings", "not_sse"]
 
 
 @dataclass(frozen=True)
@@ -87,11 +89,18 @@ class Fault:
     - `stall`: after `after_events` events, nothing more is sent until the client hangs up
       (or the fake stops).
     - `truncated`: every event except `message_delta` and `message_stop`, then a clean end of body.
+    - `pings`: after `after_events` events, an `event: ping` every `interval` seconds until the
+      client hangs up (or the fake stops): a connection that is alive but never says anything.
+    - `not_sse`: a 200 answer with `content_type` and `body` instead of an event stream (a proxy's
+      error page, or a server that ignored `"stream": true`); `body=None` sends the Message JSON.
     """
 
     kind: FaultKind
     after_events: int = 0
     error: ApiError | None = None
+    interval: float = 0.0
+    content_type: str = ""
+    body: str | None = None
 
 
 @dataclass(frozen=True)
@@ -203,6 +212,25 @@ class Reply:
     def stall(cls, after_events: int = 3, *, reply: Reply | None = None) -> Reply:
         """After `after_events` events of `reply` the fake sends nothing until the client gives up."""
         return _with_fault(reply, Fault(kind="stall", after_events=after_events))
+
+    @classmethod
+    def pings(cls, after_events: int = 1, *, every: float = 1.0, reply: Reply | None = None) -> Reply:
+        """After `after_events` events of `reply`, only `event: ping` every `every` seconds, forever.
+
+        The SDK skips pings, so a client sees no event at all while bytes keep arriving: a per-read
+        HTTP timeout never fires.
+        """
+        if every <= 0:
+            raise ValueError("every must be positive")
+        return _with_fault(reply, Fault(kind="pings", after_events=after_events, interval=every))
+
+    @classmethod
+    def not_event_stream(cls, content_type: str = "application/json", body: str | None = None) -> Reply:
+        """A 200 answer to a streaming request that is not `text/event-stream`.
+
+        `body=None` sends the complete Message JSON, as a server that ignores `"stream": true` would.
+        """
+        return _with_fault(None, Fault(kind="not_sse", content_type=content_type, body=body))
 
     @classmethod
     def truncated(cls, *, reply: Reply | None = None) -> Reply:

@@ -64,6 +64,9 @@ class ScriptedStream(Response):
         if fault is not None and fault.kind == "stall":
             await _hang_until_client_leaves(receive, self.stopping)
             return
+        if fault is not None and fault.kind == "pings":
+            await _ping_until_client_leaves(send, receive, self.stopping, interval=fault.interval)
+            return
         if fault is not None and fault.kind == "stream_error" and fault.error is not None:
             frame = sse_frame(error_event(fault.error.type, fault.error.message))
             await send({"type": "http.response.body", "body": frame, "more_body": True})
@@ -91,6 +94,21 @@ async def _stopped_within(stopping: asyncio.Event, seconds: float) -> bool:
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(stopping.wait(), timeout=seconds)
     return stopping.is_set()
+
+
+async def _ping_until_client_leaves(send: Send, receive: Receive, stopping: asyncio.Event, *, interval: float) -> None:
+    async def pinging() -> None:
+        frame = sse_frame(("ping", {"type": "ping"}))
+        while not await _stopped_within(stopping, interval):
+            await send({"type": "http.response.body", "body": frame, "more_body": True})
+
+    pinger = asyncio.ensure_future(pinging())
+    try:
+        await _hang_until_client_leaves(receive, stopping)
+    finally:
+        pinger.cancel()
+        with contextlib.suppress(asyncio.CancelledError, OSError):
+            await pinger
 
 
 async def _hang_until_client_leaves(receive: Receive, stopping: asyncio.Event) -> None:

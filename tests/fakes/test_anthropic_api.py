@@ -308,6 +308,37 @@ class TestFailures:
         assert received == [ANSWER[:10]]  # delivered before the stall
         assert time.monotonic() - started < 5
 
+    async def test_a_pinging_stream_never_trips_a_per_read_timeout(self, fake_llm: FakeAnthropic) -> None:
+        fake_llm.enqueue(Reply.pings(after_events=1, every=0.05))
+        events: list[str] = []
+
+        async def read() -> None:
+            async with sdk.messages.stream(model=MODEL, max_tokens=64, messages=QUESTION) as stream:
+                async for event in stream:
+                    events.append(event.type)
+
+        async with anthropic.AsyncAnthropic(api_key=fake_llm.api_key, base_url=fake_llm.url, timeout=0.3) as sdk:
+            with pytest.raises(TimeoutError):
+                async with asyncio.timeout(1.5):  # five read timeouts' worth of pings
+                    await read()
+
+        assert events == ["message_start"]  # the pings themselves are never seen
+
+    @pytest.mark.parametrize(
+        ("content_type", "body"),
+        [("application/json", None), ("text/html; charset=utf-8", "<html><h1>502 Bad Gateway</h1></html>")],
+    )
+    async def test_a_body_that_is_not_an_event_stream_yields_no_event_and_no_message(
+        self, fake_llm: FakeAnthropic, client: anthropic.AsyncAnthropic, content_type: str, body: str | None
+    ) -> None:
+        fake_llm.enqueue(Reply.not_event_stream(content_type, body))
+        async with client.messages.stream(model=MODEL, max_tokens=64, messages=QUESTION) as stream:
+            assert stream.response.status_code == 200
+            assert stream.response.headers["content-type"].startswith(content_type.split(";")[0])
+            assert [event async for event in stream] == []
+            with pytest.raises(AssertionError):
+                await stream.get_final_message()
+
     async def test_a_truncated_stream_ends_without_error_and_without_stop_reason(
         self, fake_llm: FakeAnthropic, client: anthropic.AsyncAnthropic
     ) -> None:
