@@ -13,7 +13,7 @@ from typing import Any
 from django.core.paginator import Paginator
 from django.db.models import Count
 
-from agent.models import AgentSession, Message, Turn
+from agent.models import AgentSession, Message, ToolCatalog, Turn
 
 
 class PageOutOfRange(Exception):
@@ -160,3 +160,9 @@ def _summary(session: AgentSession, turn_count: int) -> SessionSummary:
         last_active_at=session.last_active_at,
         turn_count=turn_count,
     )
+
+
+def tool_catalog_get(*, server: str, target: str) -> list[dict[str, Any]] | None:
+    """The tool list `server` last answered at `target`, or None when none is known."""
+    row = ToolCatalog.objects.filter(server=server, target=target).values_list("tools", flat=True).first()
+    return None if row is None else list(row)

@@ -13,7 +13,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from agent.engine.history import synthetic_tool_results, tool_uses_unanswered
-from agent.models import Activity, AgentSession, Message, Turn
+from agent.models import Activity, AgentSession, Message, ToolCatalog, Turn
 
 TITLE_MAX = 80
 
@@ -185,4 +185,11 @@ def activity_record(
         is_error=is_error,
         duration_ms=duration_ms,
         started_at=started_at,
+    )
+
+
+def tool_catalog_save(*, server: str, target: str, tools: list[dict[str, Any]]) -> None:
+    """Keep `server`'s latest tool list (replacing the one before), for processes that find it down."""
+    ToolCatalog.objects.update_or_create(
+        server=server, defaults={"target": target, "tools": tools, "listed_at": timezone.now()}
     )
