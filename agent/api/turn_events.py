@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -38,6 +39,8 @@ from agent.api.operator import request_actor
 from agent.api.sse import KEEPALIVE, STREAM_OPENING, sse_frame_data, turn_event_stream
 from agent.live import _task_cancel, session_group, turn_registry
 from agent.models import Turn
+
+logger = logging.getLogger(__name__)
 
 # How many live messages a follower holds while it waits for the owner's replay.
 HELD_LIMIT = 10_000
@@ -133,9 +136,15 @@ async def _followed_elsewhere(
     arrives, the request is repeated at each such pause.
     """
     layer = get_channel_layer()
-    channel = await layer.new_channel()
     group = session_group(session_id)
-    await layer.group_add(group, channel)
+    try:
+        channel = await layer.new_channel()
+        await layer.group_add(group, channel)
+    except Exception:
+        logger.exception("The channel layer failed; turn %s is followed in the database only", turn_id)
+        async for frame in _awaited_in_database(turn_id=turn_id, keepalive=keepalive):
+            yield frame
+        return
     registry = turn_registry()
     receiving: asyncio.Task[dict[str, Any]] | None = None
     sent = after  # the number of the last engine event the client has
@@ -157,6 +166,13 @@ async def _followed_elsewhere(
                     return
                 if not replayed:
                     await registry.turn_replay_request(turn_id=turn_id, reply_to=channel, after=after)
+                continue
+            failure = receiving.exception()
+            if failure is not None:
+                # A layer hiccup (Redis restarting): wait a beat, say so to nobody but the log, go on.
+                logger.warning("Following turn %s through the channel layer failed: %s", turn_id, failure)
+                receiving = None
+                await asyncio.sleep(keepalive)
                 continue
             message, receiving = receiving.result(), None
             if message.get("turn_id") != str(turn_id):
@@ -193,6 +209,19 @@ async def _followed_elsewhere(
             await _task_cancel(receiving)
         with contextlib.suppress(Exception):
             await layer.group_discard(group, channel)
+
+
+async def _awaited_in_database(*, turn_id: uuid.UUID, keepalive: float) -> AsyncIterator[bytes]:
+    """Keep-alives until the database says the turn ended, then its outcome (no layer to follow)."""
+    yield STREAM_OPENING
+    while True:
+        outcome = await database_sync_to_async(_ended)(turn_id)
+        if outcome is not None:
+            for frame in _outcome_frames(turn_id, outcome):
+                yield frame
+            return
+        yield KEEPALIVE
+        await asyncio.sleep(keepalive)
 
 
 def _ended(turn_id: uuid.UUID) -> selectors.TurnOutcome | None:
