@@ -10,8 +10,11 @@ operator watches a script's or a peer's turn as it happens, and can stop it from
 HTTP. Closing every tab (or dropping the stream) leaves the turn running; it is stored as it goes.
 
 What travels through the layer, and why:
-- `turn.event` to `session_group(session)`: `{turn_id, session_id, seq, event}`. Events are numbered
-  from 0 (`turn_start`) so a listener can tell it missed one. Text deltas are coalesced for
+- `turn.event` to `session_group(session)`: `{turn_id, session_id, seq, through, event}`. Events are
+  numbered from 0 (`turn_start`) so a listener can tell it missed one. `through` is the number of
+  the turn's *engine* events (`TurnHandle.log`, the numbering of `/chat`'s SSE ids) that this and
+  the earlier messages carry, so a follower in another process can resume by engine number (see
+  `turn.replay`). Text deltas are coalesced for
   `COALESCE_SECONDS` (the in-memory layer silently drops messages past a channel's capacity; per
   token deltas would flood it), and when a text block ends a `text_end` event carries its full
   text, so a dropped delta never corrupts the rendered answer.
@@ -22,6 +25,12 @@ What travels through the layer, and why:
 - `sessions.changed` to `SESSIONS_GROUP` when a turn starts and when it ends, for session lists.
 - `turn.state`, sent straight to the asking consumer's channel: `{turn_id, seq, start, events}`,
   the turn's events up to `seq` with text merged per block.
+- `turn.replay.request` to `turn_group(turn)` (`{turn_id, reply_to, after}`), answered with
+  `turn.replay` straight to `reply_to`: `{turn_id, session_id, through, events}`, the engine events
+  numbered `after + 1 .. through`, uncoalesced. It is answered only at a boundary of what was
+  published (`through` of a `turn.event` already sent), so a follower that joined the session group
+  before asking takes the `turn.event`s with a larger `through` and drops the rest: nothing twice,
+  nothing missed (`GET /turns/<id>/events` from another process).
 """
 
 from __future__ import annotations
@@ -70,6 +79,10 @@ class LiveTurn:
     start: dict[str, Any]
     seq: int = 0
     log: list[dict[str, Any]] = field(default_factory=list)
+    # Engine events (`handle.log`) carried by the messages published so far.
+    through: int = 0
+    # `turn.replay.request`s waiting for `through` to reach their `after`: (reply_to, after).
+    replays: list[tuple[str, int]] = field(default_factory=list)
 
     def record(self, event: dict[str, Any]) -> None:
         last = self.log[-1] if self.log else None
@@ -77,6 +90,16 @@ class LiveTurn:
             last["text"] += event["text"]
         else:
             self.log.append(dict(event))
+
+    def replay(self, after: int) -> dict[str, Any]:
+        """`turn.replay`: the engine events after `after`, up to what was published."""
+        return {
+            "type": "turn.replay",
+            "turn_id": str(self.handle.turn_id),
+            "session_id": str(self.handle.session_id),
+            "through": self.through,
+            "events": [event.to_dict() for event in self.handle.log[after : self.through]],
+        }
 
     def state(self) -> dict[str, Any]:
         return {
@@ -138,6 +161,13 @@ class TurnRegistry:
             turn_group(turn_id), {"type": "turn.state.request", "turn_id": str(turn_id), "reply_to": reply_to}
         )
 
+    async def turn_replay_request(self, *, turn_id: uuid.UUID, reply_to: str, after: int) -> None:
+        """Ask the owner of a running turn to send `turn.replay` (engine events after `after`) to `reply_to`."""
+        await self.layer.group_send(
+            turn_group(turn_id),
+            {"type": "turn.replay.request", "turn_id": str(turn_id), "reply_to": reply_to, "after": after},
+        )
+
     async def aclose(self) -> None:
         """Cancel the running turns and stop listening (tests, shutdown)."""
         for live in list(self.turns.values()):
@@ -161,22 +191,24 @@ class TurnRegistry:
         block: int | None = None
         block_text = pending = ""
         flush_at: float | None = None
+        # Engine events read so far, and the number of the last text delta among them.
+        consumed = text_through = 0
 
         async def flush() -> None:
             nonlocal pending, flush_at
             if pending and block is not None:
-                await self._publish(live, group, {"type": "text", "block": block, "text": pending})
+                await self._publish(live, group, {"type": "text", "block": block, "text": pending}, text_through)
             pending, flush_at = "", None
 
         async def block_end() -> None:
             nonlocal block, block_text
             await flush()
             if block is not None:
-                await self._publish(live, group, {"type": "text_end", "block": block, "text": block_text})
+                await self._publish(live, group, {"type": "text_end", "block": block, "text": block_text}, text_through)
             block, block_text = None, ""
 
         try:
-            await self._publish(live, group, live.start, numbered_from_zero=True)
+            await self._publish(live, group, live.start, 0, numbered_from_zero=True)
             await self._sessions_changed(live)
             while True:
                 timeout = None if flush_at is None else max(flush_at - loop.time(), 0.0)
@@ -185,23 +217,27 @@ class TurnRegistry:
                 except TimeoutError:
                     await flush()
                     continue
+                consumed += 1
                 if isinstance(event, TextDelta):
                     if block is not None and event.block != block:
                         await block_end()
                     block = event.block
                     pending += event.text
                     block_text += event.text
+                    text_through = consumed
                     if flush_at is None:
                         flush_at = loop.time() + COALESCE_SECONDS
                     continue
                 await block_end()
-                await self._publish(live, group, event.to_dict())
+                await self._publish(live, group, event.to_dict(), consumed)
                 if isinstance(event, Done):
                     await self._sessions_changed(live)
                     return
         finally:
             reader.cancel()
             self.turns.pop(str(live.handle.turn_id), None)
+            # Whoever still waits gets what there is (an `after` past the turn's end gets nothing).
+            await self._replays_answer(live, final=True)
             if self._control_channel is not None:
                 await _quietly(self.layer.group_discard(turn_group(live.handle.turn_id), self._control_channel))
 
@@ -211,7 +247,7 @@ class TurnRegistry:
             queue.put_nowait(event)
 
     async def _publish(
-        self, live: LiveTurn, group: str, event: dict[str, Any], *, numbered_from_zero: bool = False
+        self, live: LiveTurn, group: str, event: dict[str, Any], through: int, *, numbered_from_zero: bool = False
     ) -> None:
         if not numbered_from_zero:
             live.seq += 1
@@ -221,10 +257,23 @@ class TurnRegistry:
             "turn_id": str(live.handle.turn_id),
             "session_id": str(live.handle.session_id),
             "seq": live.seq,
+            "through": through,
             "event": dict(event),
         }
+        # A boundary: a replay answered from now on ends exactly where this message ends.
+        live.through = through
         # The turn goes on and is stored even when the layer is down; listeners resync on reconnect.
         await _quietly(self.layer.group_send(group, message))
+        await self._replays_answer(live)
+
+    async def _replays_answer(self, live: LiveTurn, *, final: bool = False) -> None:
+        """Send `turn.replay` to every waiting follower whose `after` is now published."""
+        ready = [(reply_to, after) for reply_to, after in live.replays if final or after <= live.through]
+        if not ready:
+            return
+        live.replays = [request for request in live.replays if request not in ready]
+        for reply_to, after in ready:
+            await _quietly(self.layer.send(reply_to, live.replay(after)))
 
     async def _sessions_changed(self, live: LiveTurn) -> None:
         message = {"type": "sessions.changed", "session_id": str(live.handle.session_id)}
@@ -259,6 +308,11 @@ class TurnRegistry:
                 live.handle.cancel()
             elif message.get("type") == "turn.state.request" and isinstance(message.get("reply_to"), str):
                 await _quietly(self.layer.send(message["reply_to"], live.state()))
+            elif message.get("type") == "turn.replay.request" and isinstance(message.get("reply_to"), str):
+                after = message.get("after")
+                if isinstance(after, int) and after >= 0:
+                    live.replays.append((message["reply_to"], after))
+                    await self._replays_answer(live)
 
     def _spawn(self, coroutine: Any) -> asyncio.Task[None]:
         # A fresh context: the task must not inherit the request or consumer that started it.
@@ -268,7 +322,7 @@ class TurnRegistry:
         return task
 
 
-async def _task_cancel(task: asyncio.Task[None]) -> None:
+async def _task_cancel(task: asyncio.Task[Any]) -> None:
     """Cancel `task` and wait for it to end.
 
     Under Python 3.11, channels-redis (through redis-py) can swallow the first cancellation of a

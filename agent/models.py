@@ -158,3 +158,26 @@ class Activity(models.Model):
 
     def __str__(self) -> str:
         return f"{self.server}/{self.tool} @ {self.started_at:%Y-%m-%d %H:%M:%S}"
+
+
+class ToolCatalog(models.Model):
+    """The last tool list an MCP server answered, so its tools stay defined while it is unreachable.
+
+    One row per configured server, rewritten when a listing differs from it. A process that starts
+    while Oikos is down reads it instead of offering the model no tools (which the API refuses in a
+    conversation holding tool calls). `target` is the server's URL or command line when listed: a
+    list from another target is not this server's.
+    """
+
+    server = models.CharField(max_length=100, unique=True)
+    target = models.TextField()
+    # [{"tool", "description", "input_schema", "read_only"}], as offered to the model.
+    tools = models.JSONField(default=list)
+    listed_at = models.DateTimeField()
+
+    class Meta:
+        db_table = "agent_tool_catalog"
+        verbose_name = "tool catalog"
+
+    def __str__(self) -> str:
+        return f"{self.server}: {len(self.tools)} tools"

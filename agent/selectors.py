@@ -13,7 +13,7 @@ from typing import Any
 from django.core.paginator import Paginator
 from django.db.models import Count
 
-from agent.models import AgentSession, Message, Turn
+from agent.models import AgentSession, Message, ToolCatalog, Turn
 
 
 class PageOutOfRange(Exception):
@@ -165,3 +165,45 @@ def _summary(session: AgentSession, turn_count: int) -> SessionSummary:
 def turns_finished(*, turn_ids: list[uuid.UUID]) -> list[Turn]:
     """These turns, if they have ended (to announce their end)."""
     return list(Turn.objects.filter(pk__in=turn_ids).exclude(status=Turn.Status.RUNNING))
+
+
+def tool_catalog_get(*, server: str, target: str) -> list[dict[str, Any]] | None:
+    """The tool list `server` last answered at `target`, or None when none is known."""
+    row = ToolCatalog.objects.filter(server=server, target=target).values_list("tools", flat=True).first()
+    return None if row is None else list(row)
+
+
+@dataclass(frozen=True)
+class TurnOutcome:
+    """How a turn ended, as stored: what `GET /turns/<id>/events` answers once it is over."""
+
+    session_id: uuid.UUID
+    status: str
+    stop_reason: str
+    error: str
+    iterations: int
+    usage: dict[str, int]
+    # Every text block the turn's assistant messages hold, in order (what its `text` events said).
+    answer_blocks: list[str]
+
+
+def turn_outcome(*, turn_id: uuid.UUID) -> TurnOutcome | None:
+    turn = Turn.objects.filter(pk=turn_id).first()
+    if turn is None:
+        return None
+    contents = Message.objects.filter(turn_id=turn_id, role=Message.Role.ASSISTANT).order_by("id")
+    blocks = [
+        block["text"]
+        for content in contents.values_list("content", flat=True)
+        for block in content
+        if isinstance(block, dict) and block.get("type") == "text" and block.get("text")
+    ]
+    return TurnOutcome(
+        session_id=turn.session_id,
+        status=turn.status,
+        stop_reason=turn.stop_reason,
+        error=turn.error,
+        iterations=turn.iterations,
+        usage=dict(turn.usage),
+        answer_blocks=blocks,
+    )

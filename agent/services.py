@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from agent import presence
 from agent.engine.history import synthetic_tool_results, tool_uses_unanswered
-from agent.models import Activity, AgentSession, Instance, Message, Turn
+from agent.models import Activity, AgentSession, Instance, Message, ToolCatalog, Turn
 
 TITLE_MAX = 80
 
@@ -260,4 +260,11 @@ def activity_record(
         is_error=is_error,
         duration_ms=duration_ms,
         started_at=started_at,
+    )
+
+
+def tool_catalog_save(*, server: str, target: str, tools: list[dict[str, Any]]) -> None:
+    """Keep `server`'s latest tool list (replacing the one before), for processes that find it down."""
+    ToolCatalog.objects.update_or_create(
+        server=server, defaults={"target": target, "tools": tools, "listed_at": timezone.now()}
     )

@@ -105,7 +105,7 @@ def tool_resolve(specs: list[ToolSpec], name: str, *, servers: list[str]) -> Too
         404,
         "unknown_tool",
         f'There is no tool {name!r}. The tools available now are listed in "tools" '
-        "(a server that is down lists none; see /healthz).",
+        "(a server that is down lists the tools it last listed, if any; see /healthz).",
         tools=tools_describe(specs),
     )
 

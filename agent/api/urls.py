@@ -9,6 +9,7 @@ from agent.api.health import healthz
 from agent.api.openapi import openapi
 from agent.api.query import query
 from agent.api.sessions import session_detail, session_list
+from agent.api.turn_events import turn_events
 from agent.api.turns import turn_stop
 
 app_name = "api"
@@ -18,6 +19,7 @@ urlpatterns = [
     path("sessions", session_list, name="sessions"),
     path("sessions/<str:session_id>", session_detail, name="session"),
     path("turns/<str:turn_id>/stop", turn_stop, name="turn_stop"),
+    path("turns/<str:turn_id>/events", turn_events, name="turn_events"),
     path("query", query, name="query"),
     path("healthz", healthz, name="healthz"),
     path("openapi.json", openapi, name="openapi"),

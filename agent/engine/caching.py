@@ -3,7 +3,9 @@
 The API caches the prefix (tools → system → messages) up to each block marked `cache_control` and
 allows at most 4 marks. We spend them as:
 1. the last tool definition (the tool list rarely changes);
-2. the system prompt;
+2. the system prompt (a `system_note` — what changes between turns, e.g. an unreachable server —
+   goes after it in a block of its own, unmarked, so it never invalidates the tools' and the
+   prompt's cache; the conversation's marks after it cache it along with the conversation);
 3. the last block of the newest message, writing the whole conversation so far;
 4. the last block of the user message before the latest assistant reply — the breakpoint the
    previous request wrote — so each request reads the prefix its predecessor cached.
@@ -20,13 +22,15 @@ MAX_BREAKPOINTS = 4
 
 
 def cache_breakpoints_apply(
-    *, tools: list[dict[str, Any]], system: str, messages: list[dict[str, Any]]
+    *, tools: list[dict[str, Any]], system: str, messages: list[dict[str, Any]], system_note: str = ""
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
     """Return marked copies of (tools, system blocks, messages)."""
     marked_tools = copy.deepcopy(tools)
     if marked_tools:
         marked_tools[-1]["cache_control"] = EPHEMERAL
-    system_blocks = [{"type": "text", "text": system, "cache_control": EPHEMERAL}]
+    system_blocks: list[dict[str, Any]] = [{"type": "text", "text": system, "cache_control": EPHEMERAL}]
+    if system_note:
+        system_blocks.append({"type": "text", "text": system_note})
     marked_messages = copy.deepcopy(messages)
 
     targets: list[int] = []

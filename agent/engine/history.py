@@ -84,6 +84,11 @@ def messages_for_api(messages: Sequence[tuple[str, list[Block]]]) -> list[ApiMes
     return repaired
 
 
+def tool_blocks_held(messages: Sequence[tuple[str, list[Block]]]) -> bool:
+    """Whether the conversation holds a tool call or result: then the API requires tools defined."""
+    return any(block.get("type") in ("tool_use", "tool_result") for _role, content in messages for block in content)
+
+
 def content_strip_cache_control(content: Sequence[Block]) -> list[Block]:
     """Blocks as they should be stored: no request-time cache markers."""
     stripped = []

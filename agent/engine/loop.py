@@ -27,15 +27,21 @@ from agent.engine.approvals import approval_from_result
 from agent.engine.budgets import Budgets
 from agent.engine.caching import cache_breakpoints_apply
 from agent.engine.events import Done, Error, Event, TextDelta, ToolResult, ToolUse
-from agent.engine.history import content_strip_cache_control, messages_for_api, synthetic_tool_results
+from agent.engine.history import (
+    content_strip_cache_control,
+    messages_for_api,
+    synthetic_tool_results,
+    tool_blocks_held,
+)
 from agent.engine.model_stream import AttemptFailed, TimeLimitReached, model_stream
+from agent.engine.prompt import unreachable_note
 from agent.engine.truncation import tool_result_bound
 from agent.llm import LLMFailure, llm_retry_delay
 from agent.logs import log_event, turn_context_set
 from agent.models import Turn
 from agent.redaction import redact
 from agent.tools.context import ToolCallContext
-from agent.tools.hub import ToolHub, ToolOutcome
+from agent.tools.hub import ToolHub, ToolOutcome, UnreachableServer
 
 logger = logging.getLogger("agent.engine")
 
@@ -52,6 +58,10 @@ STOP_NOTES = {
     "token_budget": "this question's token budget",
     "timeout": "this question's time limit",
 }
+
+
+class ToolsUnavailable(Exception):
+    """The conversation holds tool calls but no tool can be defined: the API would refuse it."""
 
 
 class ModelCallFailed(Exception):
@@ -113,6 +123,8 @@ class TurnLoop:
         # Work (tool rounds) stops by this moment, leaving the rest for the forced final answer.
         self.deadline = self.time_limit - budgets.final_answer_reserve
         self.tools: list[Block] = []
+        # Said to the model beside the system prompt: which servers did not answer at the start.
+        self.system_note = ""
         self._last_stop_reason = "end_turn"
         # The model stream in flight: what it said so far is kept if the turn is cancelled.
         self._stream: Any = None
@@ -143,6 +155,9 @@ class TurnLoop:
             else:
                 await self._stopped(Turn.Status.CANCELLED, "cancelled", "Cancelled by the operator.")
             return
+        except ToolsUnavailable as refused:
+            await self._finish(Turn.Status.ERROR, "tools_unavailable", error=str(refused), code="tools_unavailable")
+            return
         except ModelCallFailed as failure:
             await self._keep_partial(failure.partial)
             await self._finish(Turn.Status.ERROR, failure.code, error=str(failure), code=failure.code)
@@ -158,8 +173,21 @@ class TurnLoop:
         await self._finish(Turn.Status.DONE, stop_reason)
 
     async def _loop(self) -> str:
-        specs = await self.hub.list_tools(self.state.tool_context())
+        context = self.state.tool_context()
+        specs = await self.hub.list_tools(context, verify=True)
         self.tools = [spec.to_anthropic() for spec in specs]
+        unreachable = self.hub.unreachable(context)
+        if unreachable:
+            log_event(
+                logger,
+                "turn.servers_unreachable",
+                level=logging.WARNING,
+                servers=",".join(server.name for server in unreachable),
+                tools_known=all(server.tools_known for server in unreachable),
+            )
+        if not self.tools and tool_blocks_held(self.state.messages):
+            raise ToolsUnavailable(_tools_unavailable_message(unreachable))
+        self.system_note = unreachable_note(unreachable)
         while True:
             capped = self._budget_exhausted()
             if capped:
@@ -211,7 +239,10 @@ class TurnLoop:
         Every attempt logs one `llm.call` line.
         """
         tools, system, messages = cache_breakpoints_apply(
-            tools=self.tools, system=self.system, messages=messages_for_api(self.state.messages)
+            tools=self.tools,
+            system=self.system,
+            messages=messages_for_api(self.state.messages),
+            system_note=self.system_note,
         )
         params: dict[str, Any] = {
             "model": self.model,
@@ -537,3 +568,18 @@ class TurnLoop:
         while True:
             await asyncio.sleep(HEARTBEAT_SECONDS)
             await database_sync_to_async(services.turn_heartbeat)(turn_id=self.state.turn_id)
+
+
+def _tools_unavailable_message(unreachable: list[UnreachableServer]) -> str:
+    if not unreachable:
+        return (
+            "This conversation has used tools, but no tools are configured now, and the model API refuses "
+            "to continue a conversation holding tool calls without any. Start a new session to ask."
+        )
+    names = ", ".join(f"{server.name!r}" for server in unreachable)
+    reasons = "; ".join(server.error for server in unreachable)
+    return (
+        "This conversation has used tools, and the model API refuses to continue it without tools defined, "
+        f"but Hermes has never listed the tools of the MCP server {names}, which is unreachable now ({reasons}). "
+        "Ask again once the server is back, or start a new session to ask without tools."
+    )

@@ -7,6 +7,8 @@ from pathlib import Path
 
 from django.conf import settings
 
+from agent.tools.hub import UnreachableServer
+
 _BRIEF = """\
 ## Operating brief
 - Today is {today}. You are talking with {actor}.
@@ -18,6 +20,10 @@ _BRIEF = """\
   `config_mutation` and `destructive` wait for an operator's approval in the control room.
 - Tool results longer than the limit are cut with a marker; narrow the query to see more.
 """
+
+
+# An MCP error can quote a long URL or stack of causes; the model needs the gist.
+_ERROR_CHARS = 200
 
 
 class PersonaFileError(Exception):
@@ -39,3 +45,31 @@ def persona_load(path: str | None = None) -> str:
 def system_prompt_build(*, actor: str, today: datetime.date | None = None) -> str:
     day = today or datetime.date.today()
     return persona_load() + "\n\n" + _BRIEF.format(today=day.isoformat(), actor=actor)
+
+
+def unreachable_note(servers: list[UnreachableServer]) -> str:
+    """What the model must know about MCP servers that did not answer when the turn started.
+
+    Sent as a system block of its own after the cached persona and brief (see `engine.caching`),
+    so a server going down or coming back never invalidates the tools' and the prompt's cache.
+    Empty when every server answered.
+    """
+    if not servers:
+        return ""
+    lines = ["## Unreachable right now"]
+    for server in servers:
+        error = " ".join(server.error.split())
+        if len(error) > _ERROR_CHARS:
+            error = error[: _ERROR_CHARS - 1] + "…"
+        if server.tools_known:
+            effect = (
+                "Its tools are listed as it last offered them, but every call to them fails with "
+                '"unreachable" (nothing is sent) until it is back.'
+            )
+        else:
+            effect = "Hermes has never listed its tools, so none of them are offered."
+        lines.append(f"- The MCP server `{server.name}` did not answer when this turn started ({error}). {effect}")
+    lines.append(
+        "Tell the operator what you could not check because of this; never guess what those tools would have said."
+    )
+    return "\n".join(lines)

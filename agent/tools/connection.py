@@ -107,8 +107,9 @@ class ServerConnection:
     def connected(self) -> bool:
         return self._link is not None and self._link.alive
 
-    async def list_tools(self, *, refresh: bool = False) -> list[Tool]:
-        """Every tool the server offers, all pages."""
+    async def list_tools(self, *, refresh: bool = False, within: float | None = None) -> list[Tool]:
+        """Every tool the server offers, all pages; in `within` seconds when given (else the server's
+        timeout)."""
 
         async def fetch(client: Client) -> list[Tool]:
             tools: list[Tool] = []
@@ -121,7 +122,7 @@ class ServerConnection:
                     break
             return tools
 
-        return await self._request("listing tools", fetch)
+        return await self._request("listing tools", fetch, within=within)
 
     async def call_tool(self, tool: str, arguments: dict[str, Any]) -> CallToolResult:
         """Call `tool`; raises `MCPCallError` when no result comes back (a tool error is a result)."""
@@ -143,12 +144,15 @@ class ServerConnection:
         if pending:
             await asyncio.wait(pending, timeout=_CLOSE_GRACE_SECONDS)
 
-    async def _request(self, what: str, operation: Callable[[Client], Awaitable[T]]) -> T:
+    async def _request(
+        self, what: str, operation: Callable[[Client], Awaitable[T]], *, within: float | None = None
+    ) -> T:
+        limit = self.config.timeout + _TIMEOUT_MARGIN_SECONDS if within is None else within
         for attempt in (1, 2):
             link = await self._open_link()
             assert link.client is not None
             try:
-                async with asyncio.timeout(self.config.timeout + _TIMEOUT_MARGIN_SECONDS):
+                async with asyncio.timeout(limit):
                     return await operation(link.client)
             except MCPError as exc:
                 if self._auth_status is not None:
@@ -171,7 +175,7 @@ class ServerConnection:
                 raise MCPCallError("protocol", message, code=exc.code) from None
             except TimeoutError:
                 self._drop(link)
-                raise MCPCallError("timeout", self._timed_out(what)) from None
+                raise MCPCallError("timeout", self._timed_out(what, within)) from None
             except (httpx2.TransportError, OSError, EOFError):
                 raise MCPCallError("connection_lost", await self._lost(link, what)) from None
             except Exception as exc:
@@ -183,8 +187,8 @@ class ServerConnection:
     def _who(self) -> str:
         return f"MCP server {self.config.name!r}"
 
-    def _timed_out(self, what: str) -> str:
-        return f"{self._who} timed out {what}: no answer within {self.config.timeout:g} s"
+    def _timed_out(self, what: str, seconds: float | None = None) -> str:
+        return f"{self._who} timed out {what}: no answer within {seconds or self.config.timeout:g} s"
 
     async def _lost(self, link: _Link, what: str) -> str:
         """Drop a broken link and say why it broke, as far as its owner found out."""

@@ -26,6 +26,7 @@ from mcp.types import CallToolResult, Tool
 from agent import metrics
 from agent.logs import log_event
 from agent.redaction import redact_value, secrets_register
+from agent.tools.catalog import ToolCatalog
 from agent.tools.config import ServerConfig, Transport, mcp_servers_from_settings
 from agent.tools.connection import MCPCallError, ServerConnection
 from agent.tools.context import ToolCallContext
@@ -44,6 +45,9 @@ logger = logging.getLogger(__name__)
 
 # How much of a tool's answer a DEBUG log line shows (INFO lines never show tool output).
 DEBUG_PREVIEW_CHARS = 500
+
+# How long `list_tools(verify=True)` waits for a connected server's listing before reconnecting.
+VERIFY_SECONDS = 5.0
 
 
 @dataclass(frozen=True)
@@ -86,13 +90,29 @@ class ServerStatus:
     latency_ms: int  # connect (when needed) + list tools
 
 
+@dataclass(frozen=True)
+class UnreachableServer:
+    """A server that could not list its tools at the last `list_tools()`."""
+
+    name: str
+    error: str
+    # Its tools are offered as last known (calls fail with "unreachable"); False: none are offered.
+    tools_known: bool
+
+
 class ToolHub:
     """All configured MCP servers and built-in tools of one event loop.
 
     Safe for many concurrent tasks of that loop.
     """
 
-    def __init__(self, configs: Iterable[ServerConfig], local_tools: Iterable[LocalTool] = ()) -> None:
+    def __init__(
+        self,
+        configs: Iterable[ServerConfig],
+        local_tools: Iterable[LocalTool] = (),
+        *,
+        catalog: ToolCatalog | None = None,
+    ) -> None:
         self._configs = {config.name: config for config in configs}
         self._connections = {name: ServerConnection(config) for name, config in self._configs.items()}
         self._local: dict[str, LocalTool] = {}
@@ -102,8 +122,10 @@ class ToolHub:
                 raise ValueError(f"two built-in tools are named {tool.name!r}")
             self._local[tool.name] = tool
         self._names = ToolNameMap()
-        # Per server: the connection generation the tools were listed on, and the tools.
+        # Per server: the connection generation the tools were listed on, and the tools. A server
+        # that failed to list keeps its last known tools here under generation -1 (never current).
         self._listed: dict[str, tuple[int, list[ToolSpec]]] = {}
+        self._catalog = catalog or ToolCatalog()
         self._errors: dict[str, str] = {}
         self._specs: dict[str, ToolSpec] = {spec.name: spec for spec in self._local_specs()}
         # Per server: whether the last contact worked, to log and export changes of state.
@@ -117,20 +139,25 @@ class ToolHub:
 
         Raises `MCPConfigError` on a bad configuration (of a server or of a built-in tool).
         """
-        return cls(mcp_servers_from_settings(), local_tools_from_settings())
+        return cls(mcp_servers_from_settings(), local_tools_from_settings(), catalog=ToolCatalog(persisted=True))
 
     @property
     def servers(self) -> list[ServerConfig]:
         return list(self._configs.values())
 
-    async def list_tools(self, context: ToolCallContext | None = None) -> list[ToolSpec]:
-        """Every allowed tool of every reachable server, in configuration order, then the built-ins.
+    async def list_tools(self, context: ToolCallContext | None = None, *, verify: bool = False) -> list[ToolSpec]:
+        """Every allowed tool of every server, in configuration order, then the built-ins.
 
         A server's list is cached and fetched again after its connection was reopened. A server that
-        cannot list its tools is left out; its error is kept for `status()`. With a `context`, the
-        tools a turn of that context may not use (the depth guard) are left out of the answer.
+        cannot list its tools is offered with the tools it last listed (kept by the catalog, across
+        restarts for a hub made from settings) and left out when none are known; its error is kept
+        for `status()` and `unreachable()`. With a `context`, the tools a turn of that context may
+        not use (the depth guard) are left out of the answer. With `verify` (a turn's start), every
+        server is asked for its list even when connected: an HTTP connection outlives its server
+        unnoticed until the next request, and a turn must know which servers are unreachable before
+        the model plans around their tools (the list is fresh too: a server may add tools).
         """
-        await asyncio.gather(*(self._refresh(name) for name in self._configs))
+        await asyncio.gather(*(self._refresh(name, verify=verify) for name in self._configs))
         specs = [spec for name in self._configs for spec in self._listed.get(name, (0, []))[1]]
         local = self._local_specs()
         self._specs = {spec.name: spec for spec in [*specs, *local]}
@@ -138,6 +165,15 @@ class ToolHub:
             return [*specs, *local]
         allowed = [spec for spec in specs if not context.forbids_peer(self._configs[spec.server].peer_name)]
         return [*allowed, *(spec for spec in local if self._local[spec.name].offered(context))]
+
+    def unreachable(self, context: ToolCallContext | None = None) -> list[UnreachableServer]:
+        """The servers that could not list their tools at the last `list_tools()`, in configuration
+        order (without those the depth guard hides from `context`)."""
+        return [
+            UnreachableServer(name=name, error=self._errors[name], tools_known=name in self._listed)
+            for name, config in self._configs.items()
+            if name in self._errors and not (context and context.forbids_peer(config.peer_name))
+        ]
 
     def spec(self, name: str) -> ToolSpec | None:
         """The tool behind a model-facing name, as of the last `list_tools()`."""
@@ -187,7 +223,11 @@ class ToolHub:
         except MCPCallError as exc:
             if exc.kind in _SERVER_DOWN_KINDS:
                 self._server_state(spec.server, up=False, error=exc.message)
-            outcome = _failure(exc.kind, exc.message, started, code=exc.code)
+            message = exc.message
+            if exc.kind == "connect":
+                # No connection, so nothing was sent: say so, the model must not wonder whether it ran.
+                message = f"{message}. The server is unreachable, so {spec.tool} was not run."
+            outcome = _failure(exc.kind, message, started, code=exc.code)
         except Exception as exc:  # the hub's promise: a broken server never crashes a turn
             logger.exception("unexpected failure calling %s", name)
             outcome = _failure("internal", f"{name} failed unexpectedly: {type(exc).__name__}: {exc}", started)
@@ -268,31 +308,48 @@ class ToolHub:
             message += f" Unavailable right now: {down}"
         return message
 
-    async def _refresh(self, name: str, *, force: bool = False) -> None:
+    async def _refresh(self, name: str, *, force: bool = False, verify: bool = False) -> None:
         connection = self._connections[name]
+        config = self._configs[name]
         listed = self._listed.get(name)
         if not force and listed is not None and connection.connected and listed[0] == connection.generation:
-            return
+            if not verify:
+                return
+            try:
+                tools = await connection.list_tools(refresh=True, within=min(VERIFY_SECONDS, config.timeout))
+            except MCPCallError:
+                if connection.connected:
+                    return  # it answered, with an error: the list we have is still its list
+                # Gone: list again below, which reconnects or says why the server cannot be reached.
+            else:
+                await self._listed_set(name, connection.generation, tools)
+                return
         try:
             tools = await connection.list_tools(refresh=force)
-        except MCPCallError as exc:
-            self._errors[name] = exc.message
-            self._listed.pop(name, None)
-            self._server_state(name, up=False, error=exc.message)
-            return
         except Exception as exc:
-            logger.exception("unexpected failure listing the tools of %s", name)
-            self._errors[name] = f"{type(exc).__name__}: {exc}"
-            self._listed.pop(name, None)
-            self._server_state(name, up=False, error=self._errors[name])
+            if isinstance(exc, MCPCallError):
+                error = exc.message
+            else:
+                logger.exception("unexpected failure listing the tools of %s", name)
+                error = f"{type(exc).__name__}: {exc}"
+            self._errors[name] = error
+            self._server_state(name, up=False, error=error)
+            known = await self._catalog.recall(config)
+            if known is None:
+                self._listed.pop(name, None)
+            else:
+                specs = [self._spec_known(name, entry) for entry in known if config.allows(entry["tool"])]
+                self._listed[name] = (-1, specs)
             return
+        await self._listed_set(name, connection.generation, tools)
+
+    async def _listed_set(self, name: str, generation: int, tools: list[Tool]) -> None:
+        config = self._configs[name]
         self._errors.pop(name, None)
         self._server_state(name, up=True)
-        config = self._configs[name]
-        self._listed[name] = (
-            connection.generation,
-            [self._spec(name, tool) for tool in tools if config.allows(tool.name)],
-        )
+        specs = [self._spec(name, tool) for tool in tools if config.allows(tool.name)]
+        self._listed[name] = (generation, specs)
+        await self._catalog.remember(config, [_catalog_entry(spec) for spec in specs])
 
     def _spec(self, server: str, tool: Tool) -> ToolSpec:
         # A server's own words reach the model with every request, so they are scrubbed like its results.
@@ -303,6 +360,17 @@ class ToolHub:
             description=redact_value(tool.description or tool.title or tool.name),
             input_schema=redact_value(_schema_without(tool.input_schema, self._configs[server].fixed_arguments)),
             read_only=bool(tool.annotations and tool.annotations.read_only_hint),
+        )
+
+    def _spec_known(self, server: str, entry: dict[str, Any]) -> ToolSpec:
+        """A tool from the catalog (already scrubbed and trimmed when it was listed)."""
+        return ToolSpec(
+            name=self._names.add(server, entry["tool"]),
+            server=server,
+            tool=entry["tool"],
+            description=entry["description"],
+            input_schema=entry["input_schema"],
+            read_only=entry["read_only"],
         )
 
     def _local_specs(self) -> list[ToolSpec]:
@@ -329,7 +397,7 @@ class ToolHub:
             transport=config.transport,
             target=config.target,
             ok=error is None,
-            tool_count=len(self._listed.get(name, (0, []))[1]),
+            tool_count=0 if error else len(self._listed.get(name, (0, []))[1]),
             error=error,
             latency_ms=latency_ms,
         )
@@ -361,6 +429,15 @@ async def tool_hub_close() -> None:
     hub = _hubs.pop(asyncio.get_running_loop(), None)
     if hub is not None:
         await hub.aclose()
+
+
+def _catalog_entry(spec: ToolSpec) -> dict[str, Any]:
+    return {
+        "tool": spec.tool,
+        "description": spec.description,
+        "input_schema": spec.input_schema,
+        "read_only": spec.read_only,
+    }
 
 
 def _redacted(outcome: ToolOutcome) -> ToolOutcome:

@@ -100,6 +100,33 @@ async def test_the_owner_answers_a_state_request_with_the_turn_so_far(
     await handle.wait()
 
 
+async def test_a_replay_ends_where_a_published_message_ends_so_a_follower_misses_and_repeats_nothing(
+    channel_layer: BaseChannelLayer, llm: FakeAnthropic, oikos_settings: RunningSim
+) -> None:
+    session_id, channel = await _listen(channel_layer, llm)
+    llm.enqueue(Reply.text(ANSWER, chunk=5, delay=0.002))
+    handle = await live_turn("count slowly", session_id=session_id)
+    while (await channel_layer.receive(channel))["event"]["type"] != "text":
+        pass
+    # Ask for more than has been published: the owner answers once its published messages cover it.
+    after = len(handle.log) + 3
+    reply_to = await channel_layer.new_channel()
+    await TurnRegistry().turn_replay_request(turn_id=handle.turn_id, reply_to=reply_to, after=after)
+
+    replay = await channel_layer.receive(reply_to)
+    following = await _until_done(channel_layer, channel)
+
+    assert replay["type"] == "turn.replay" and replay["through"] >= after
+    assert replay["events"] == [event.to_dict() for event in handle.log[after : replay["through"]]]
+    # Resuming = engine events 1..after (the client's) + the replay + the messages past its boundary.
+    later = [m for m in following if m["through"] > replay["through"] and m["event"]["type"] == "text"]
+    client = "".join(e.text for e in handle.log[:after] if isinstance(e, TextDelta))
+    replayed = "".join(e["text"] for e in replay["events"] if e["type"] == "text")
+    assert client + replayed + "".join(m["event"]["text"] for m in later) == ANSWER
+    throughs = [m["through"] for m in following]
+    assert throughs == sorted(throughs) and throughs[-1] == len(handle.log)
+
+
 async def test_a_secret_pasted_into_a_question_never_crosses_the_layer(
     channel_layer: BaseChannelLayer, llm: FakeAnthropic, oikos_settings: RunningSim
 ) -> None:

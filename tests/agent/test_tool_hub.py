@@ -301,9 +301,11 @@ class TestFailures:
             assert down.is_error
             assert "MCP server 'oikos'" in text_of(down.content)
             assert down.record["error"]["kind"] in {"connect", "connection_lost"}
-            # The engine lists tools before each request: the server's tools are gone meanwhile, yet
-            # a call by a name it listed before still says why it fails.
-            assert await hub.list_tools() == []
+            # The engine lists tools before each turn: the server's tools stay listed as it last
+            # offered them (a conversation holding tool calls needs them defined), and it is named
+            # as unreachable.
+            assert len(await hub.list_tools()) == len(MINI_OIKOS_TOOLS)
+            assert [server.name for server in hub.unreachable()] == ["oikos"]
             still_down = await hub.call("mcp__oikos__echo", {"text": "still down"})
             assert still_down.is_error
             assert "cannot connect" in text_of(still_down.content)

@@ -50,6 +50,7 @@ def _check_request(body: Any, *, known_models: Collection[str]) -> None:
     _check_system(body.get("system"))
     _check_tools(body.get("tools"))
     _check_messages(body["messages"])
+    _check_tools_defined(body)
     _check_cache_breakpoints(body)
     _check_tool_pairing(body["messages"])
     if body["model"] not in known_models:
@@ -154,6 +155,16 @@ def _check_content_block(block: Any, *, where: str, role: str) -> None:
         for inner in nested if isinstance(nested, list) else []:
             if isinstance(inner, dict) and inner.get("type") == "text" and not inner.get("text"):
                 raise _invalid("messages: text content blocks must be non-empty")
+
+
+def _check_tools_defined(body: dict[str, Any]) -> None:
+    """A conversation holding tool calls or results needs tools defined (any tools: the API does
+    not match the history's tool names against the list)."""
+    if body.get("tools"):
+        return
+    for message in body["messages"]:
+        if any(block.get("type") in ("tool_use", "tool_result") for block in _blocks(message)):
+            raise _invalid("Requests which include `tool_use` or `tool_result` blocks must define tools.")
 
 
 def _check_cache_breakpoints(body: dict[str, Any]) -> None:

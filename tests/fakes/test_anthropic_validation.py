@@ -78,6 +78,20 @@ class TestConversationChecks:
 
         assert not fake_llm.rejections
 
+    async def test_a_history_with_tool_blocks_needs_tools_defined(
+        self, fake_llm: FakeAnthropic, client: anthropic.AsyncAnthropic
+    ) -> None:
+        fake_llm.enqueue(Reply.text("nas-01 is degraded."))
+        messages = [*tool_turn("toolu_a"), {"role": "user", "content": [result("toolu_a")]}]
+
+        message = await rejection_message(client, messages=messages)
+        # Any tool will do: the API does not match the history's calls against the list.
+        await send(client, messages=messages, tools=[tool("another_tool")])
+
+        assert message == "Requests which include `tool_use` or `tool_result` blocks must define tools."
+        assert len(fake_llm.rejections) == 1
+        assert fake_llm.pending == 0
+
     @pytest.mark.parametrize(
         ("following", "expected"),
         [

@@ -15,6 +15,7 @@ HTTP_SURFACES: list[tuple[str, str]] = [
     ("POST", "/chat"),
     ("GET", "/sessions"),
     ("GET", f"/sessions/{SESSION}"),
+    ("GET", f"/turns/{SESSION}/events"),
     ("POST", "/query"),
     ("GET", "/openapi.json"),
     ("GET", "/"),

@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('agent', '0001_initial'),
+        ('agent', '0002_tool_catalog'),
     ]
 
     operations = [
