@@ -20,6 +20,7 @@ MINI_OIKOS_TOOLS = {
     "render_topology",
     "slow",
     "big",
+    "big_json",
     "echo",
     "fail",
     "whoami",

@@ -10,6 +10,8 @@ Tools:
 - `render_topology()` — a tiny PNG image.
 - `slow(seconds, label)` — sleeps, returns wall-clock start/end so tests can prove overlap.
 - `big(size_bytes)` — exactly that many bytes of ASCII text.
+- `big_json(size_bytes)` — about that many bytes of JSON, as structured output: the SDK sends it
+  twice, as `structured_content` and as its serialization in a text block (what Oikos's tools do).
 - `echo(text)` — returns the text unchanged.
 - `fail(message)` — raises `ToolError(message)`.
 - `whoami()` — the caller: the bearer token's identity over HTTP, `$MINI_OIKOS_ACTOR` over stdio.
@@ -133,6 +135,12 @@ def build_mini_oikos(*, token: str | None = None, stdio: bool = False) -> MCPSer
         """Exactly `size_bytes` bytes of ASCII text."""
         line = "0123456789abcdef" * 4 + "\n"
         return (line * (size_bytes // len(line) + 1))[:size_bytes]
+
+    @server.tool(annotations=READ_ONLY)
+    def big_json(size_bytes: int) -> dict[str, Any]:
+        """About `size_bytes` bytes of JSON: a list of log lines."""
+        line = "2026-11-02T10:00:00Z caddy: served a request in 3 ms"
+        return {"lines": [line] * max(size_bytes // (len(line) + 8), 1)}
 
     @server.tool(annotations=READ_ONLY, structured_output=False)
     def echo(text: str) -> str:
