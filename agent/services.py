@@ -14,6 +14,8 @@ from django.utils import timezone
 
 from agent.engine.history import synthetic_tool_results, tool_uses_unanswered
 from agent.models import Activity, AgentSession, Message, Turn
+from agent.tools.outcomes import CUTOFF_INTERRUPTED, outcome_unknown_text
+from agent.tools.results import tool_error_record
 
 TITLE_MAX = 80
 
@@ -51,7 +53,13 @@ def session_title_from(text: str) -> str:
 
 
 def _session_repair(session: AgentSession) -> None:
-    """Answer any tool_use that a crash or cancel left unanswered, so the API accepts the history."""
+    """Repair what a crash left of the session's last turn, before its next turn begins.
+
+    Any tool_use left unanswered is answered "outcome unknown — it may have run" (the API rejects
+    a history with a gap, and "not run" would be a lie: Oikos may have carried the call out), and
+    the ledger rows still `started` become `unknown`. Runs under the session's row lock, with no
+    turn of the session running.
+    """
     rows = list(session.messages.order_by("id").values_list("role", "content", "turn_id"))
     unanswered = tool_uses_unanswered([(role, content) for role, content, _turn in rows])
     if unanswered:
@@ -61,6 +69,7 @@ def _session_repair(session: AgentSession) -> None:
             role=Message.Role.USER,
             content=synthetic_tool_results(unanswered),
         )
+    activity_settle_interrupted(session_id=session.pk)
 
 
 def turns_interrupt_stale(*, session_id: uuid.UUID | None = None, older_than: float) -> int:
@@ -69,12 +78,18 @@ def turns_interrupt_stale(*, session_id: uuid.UUID | None = None, older_than: fl
     running = Turn.objects.filter(status=Turn.Status.RUNNING, heartbeat_at__lt=cutoff)
     if session_id is not None:
         running = running.filter(session_id=session_id)
-    return running.update(
+    turn_ids = list(running.values_list("id", flat=True))
+    if not turn_ids:
+        return 0
+    interrupted = Turn.objects.filter(pk__in=turn_ids, status=Turn.Status.RUNNING).update(
         status=Turn.Status.INTERRUPTED,
         stop_reason="interrupted",
         error="The process running this turn stopped before it finished.",
         finished_at=timezone.now(),
     )
+    # Their calls in flight when the process died may have run: say so in the ledger too.
+    activity_settle_interrupted(correlation_ids=turn_ids)
+    return interrupted
 
 
 @transaction.atomic
@@ -159,6 +174,43 @@ def turn_finish(
     )
 
 
+def activity_start(
+    *,
+    correlation_id: uuid.UUID,
+    session_id: uuid.UUID | None,
+    actor: str,
+    tool_use_id: str,
+    server: str,
+    tool: str,
+    arguments: dict[str, Any],
+    started_at: datetime.datetime,
+) -> int:
+    """Write a tool call's ledger row, state `started`, before the call is sent; returns its id.
+
+    Written first so that a crash mid-call leaves a trace: the row says the call went out, and the
+    session's next turn can tell the model its outcome is unknown instead of "not run".
+    """
+    row = Activity.objects.create(
+        correlation_id=correlation_id,
+        session_id=session_id,
+        actor=actor,
+        tool_use_id=tool_use_id,
+        server=server,
+        tool=tool,
+        arguments=arguments,
+        state=Activity.State.STARTED,
+        started_at=started_at,
+    )
+    return row.pk
+
+
+def activity_finish(*, activity_id: int, state: str, result: dict[str, Any], is_error: bool, duration_ms: int) -> None:
+    """Complete a `started` row: `ok`/`error` (the tool answered) or `unknown` (cut off in flight)."""
+    Activity.objects.filter(pk=activity_id).update(
+        state=state, result=result, is_error=is_error, duration_ms=duration_ms
+    )
+
+
 def activity_record(
     *,
     correlation_id: uuid.UUID,
@@ -173,6 +225,7 @@ def activity_record(
     duration_ms: int,
     started_at: datetime.datetime,
 ) -> Activity:
+    """A finished call's row in one write, for an exchange recorded after the fact (`a2a talk`)."""
     return Activity.objects.create(
         correlation_id=correlation_id,
         session_id=session_id,
@@ -182,7 +235,33 @@ def activity_record(
         tool=tool,
         arguments=arguments,
         result=result,
+        state=Activity.State.ERROR if is_error else Activity.State.OK,
         is_error=is_error,
         duration_ms=duration_ms,
         started_at=started_at,
     )
+
+
+def activity_settle_interrupted(
+    *, session_id: uuid.UUID | None = None, correlation_ids: list[uuid.UUID] | None = None
+) -> int:
+    """Turn `started` rows of turns that are no longer running into `unknown`; returns how many.
+
+    A crash (SIGKILL, an OOM kill, a power cut) leaves the row of every call in flight at
+    `started`. Once its turn is known to be over — the session's next turn begins, or the turn is
+    marked interrupted — the call's outcome is unknown: it may have run. Rows of turns still
+    running are left alone.
+    """
+    rows = Activity.objects.filter(state=Activity.State.STARTED)
+    if session_id is not None:
+        rows = rows.filter(session_id=session_id)
+    if correlation_ids is not None:
+        rows = rows.filter(correlation_id__in=correlation_ids)
+    rows = rows.exclude(correlation_id__in=Turn.objects.filter(status=Turn.Status.RUNNING).values("id"))
+    settled = 0
+    for tool in set(rows.values_list("tool", flat=True)):
+        message = outcome_unknown_text(tool=tool, cause=CUTOFF_INTERRUPTED)
+        settled += rows.filter(tool=tool).update(
+            state=Activity.State.UNKNOWN, is_error=True, result=tool_error_record(CUTOFF_INTERRUPTED.kind, message)
+        )
+    return settled

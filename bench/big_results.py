@@ -8,14 +8,17 @@ memory figures are Hermes's alone. Printed:
 - the stored ledger row (`agent_activity.result`, as the database keeps it) and the tool-result
   message the model got;
 - Hermes's resident memory before the turn and its peak during the turn (Linux `VmHWM`, reset just
-  before the turn through `/proc/self/clear_refs`), and the peak's growth over the baseline.
+  before the turn through `/proc/self/clear_refs`), and the peak's growth over the baseline;
+- the baseline of the same run: the growth of one bare `mcp.Client.call_tool` of the same result,
+  what the SDK itself needs to receive and parse it, which no change of Hermes's can save.
 
     .venv/bin/python bench/big_results.py [--size 10000000] [--ledger-max-bytes N]
 
 Measured on the development machine (10 MB result, SQLite):
-- before one-copy storage (commit fcf548e): ledger row 19.8 MB, peak +239 MiB over 164 MiB;
-- after: see the README ("Big tool results") and the report of the change; the figures printed
-  by this script are the ones to trust on your machine.
+- before one-copy storage (commit fcf548e): ledger row 19.8 MB, peak +239 MiB (the SDK's call
+  alone: +138 MiB);
+- after: ledger row 2.1 MB, peak +155 MiB, i.e. +17 MiB over the SDK's own +138 MiB.
+The figures printed on your machine are the ones to trust.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import argparse
 import asyncio
 import json
 import os
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -103,13 +107,36 @@ async def _main(size: int) -> None:
     print(f"peak during the turn:         {peak / 1024:8.0f} MiB  (+{(peak - baseline) / 1024:.0f} MiB)")
 
 
+async def _sdk_call_growth(size: int) -> int:
+    """KiB the peak grows by for one bare `Client.call_tool` of the result (the SDK's floor)."""
+    from mcp import Client, StdioServerParameters
+
+    params = StdioServerParameters(command=sys.executable, args=["-m", "tests.fakes.mcp_stdio_server"], cwd=str(ROOT))
+    async with Client(params) as client:
+        await client.list_tools()
+        before = _status_kib("VmRSS")
+        _peak_reset()
+        result = await client.call_tool("big_json", {"size_bytes": size})
+        growth = _status_kib("VmHWM") - before
+        del result
+    return growth
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--size", type=int, default=10_000_000, help="bytes of JSON the tool returns")
     parser.add_argument("--ledger-max-bytes", type=int, default=None, help="HERMES_LEDGER_RESULT_MAX_BYTES")
+    parser.add_argument("--sdk-floor", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.sdk_floor:
+        print(asyncio.run(_sdk_call_growth(args.size)))
+        return
     _django_setup(Path(tempfile.mkdtemp(prefix="hermes-bench-")), args.ledger_max_bytes)
     asyncio.run(_main(args.size))
+    floor = subprocess.run(
+        [sys.executable, __file__, "--sdk-floor", "--size", str(args.size)], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    print(f"  the SDK's bare call alone (own process):  +{int(floor) / 1024:.0f} MiB")
 
 
 if __name__ == "__main__":
