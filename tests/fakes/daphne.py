@@ -23,7 +23,8 @@ How it works, and why:
   developer's shell leaks in. `REDIS_URL` is kept, so CI runs the server on the Redis channel layer.
 - Daphne's output (access log included) goes to a file; `log()` returns it, and a failed start
   raises with it.
-- `stop()` sends SIGTERM and waits (then SIGKILL); the fixture stops every server it started.
+- `stop()` sends SIGTERM and waits (then SIGKILL), `kill()` sends SIGKILL; the fixture stops every
+  server it started.
 """
 
 from __future__ import annotations
@@ -163,6 +164,14 @@ class DaphneServer:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(timeout=10)
+
+    def kill(self) -> None:
+        """SIGKILL, as an OOM kill or a power cut would: nothing of Hermes runs afterwards."""
+        process, self._process = self._process, None
+        if process is None or process.poll() is not None:
+            return
+        process.kill()
+        process.wait(timeout=10)
 
     def restart(self) -> None:
         self.stop()
