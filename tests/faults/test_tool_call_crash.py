@@ -72,9 +72,8 @@ def test_sigkill_during_request_execution_leaves_a_started_row_and_the_next_ques
 
     ((correlation_id, state, tool),) = rows
     assert (state, tool) == ("started", "request_execution")
-    turn_id = next(
-        turn for (turn,) in database.query("SELECT id FROM agent_turns") if database.uuid(str(turn)) == correlation_id
-    )
+    # The correlation id is the turn id (as the database hands it back: SQLite's hex, PostgreSQL's uuid).
+    turn_id = correlation_id
     session_id = database.query("SELECT session_id FROM agent_turns WHERE id = %s", (turn_id,))[0][0]
     # Still `started` after the kill: nothing of Hermes ran to change it.
     assert database.query("SELECT state FROM agent_activity WHERE correlation_id = %s", (correlation_id,)) == [
