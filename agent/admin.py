@@ -153,8 +153,9 @@ class AgentSessionAdmin(ReadOnlyAdmin):
 
 @admin.register(Activity)
 class ActivityAdmin(ReadOnlyAdmin):
-    list_display = ["started_at", "server", "tool", "is_error", "duration_ms", "actor", "correlation_id"]
-    list_filter = ["is_error", "server", "tool", "actor"]
+    # `state` tells "outcome unknown" (cut off in flight, it may have run) from a plain error.
+    list_display = ["started_at", "server", "tool", "state", "is_error", "duration_ms", "actor", "correlation_id"]
+    list_filter = ["state", "is_error", "server", "tool", "actor"]
     search_fields = ["tool", "server", "actor"]
     date_hierarchy = "started_at"
     fields = (
@@ -164,6 +165,7 @@ class ActivityAdmin(ReadOnlyAdmin):
         "server",
         "tool",
         "tool_use_id",
+        "state",
         "is_error",
         "duration_ms",
         "started_at",
@@ -194,7 +196,7 @@ class ActivityAdmin(ReadOnlyAdmin):
     def arguments_pretty(self, activity: Activity) -> SafeString:
         return format_html("<pre>{}</pre>", _pretty(activity.arguments))
 
-    @admin.display(description="result (complete)")
+    @admin.display(description="result (stored once, capped at HERMES_LEDGER_RESULT_MAX_CHARS)")
     def result_pretty(self, activity: Activity) -> SafeString:
         result = activity.result or {}
         text = _result_text(result.get("content")) if "content" in result else _pretty(result)

@@ -1,8 +1,9 @@
 """Hermes's persistent state: sessions, turns, messages and the tool-call ledger.
 
 Messages store the exact Anthropic content blocks the API saw, so a session's history can be
-replayed verbatim on the next turn. The ledger (`Activity`) keeps every tool call in full, under
-the turn id that is also the correlation id shown to the operator.
+replayed verbatim on the next turn. The ledger (`Activity`) keeps every tool call, under the turn id
+that is also the correlation id shown to the operator: its row is written before the call is sent
+and completed when the call ends, so a crash mid-call leaves a `started` row, never nothing.
 """
 
 from __future__ import annotations
@@ -129,7 +130,20 @@ class Message(models.Model):
 
 
 class Activity(models.Model):
-    """One tool call, in full: the ledger the operator audits by correlation id."""
+    """One tool call: the ledger the operator audits by correlation id.
+
+    `state` is the call's life: `started` (written before the call is sent; left so by a crash),
+    then `ok` or `error` (the tool answered), or `unknown` — the call was in flight when it was cut
+    off (Stop, a time limit, an MCP timeout or lost connection, a crash found afterwards), so it may
+    have run. `is_error` keeps its meaning for API consumers: the model was given an error result
+    (`error` and `unknown` rows).
+    """
+
+    class State(models.TextChoices):
+        STARTED = "started", "in flight"
+        OK = "ok", "ok"
+        ERROR = "error", "error"
+        UNKNOWN = "unknown", "outcome unknown"
 
     correlation_id = models.UUIDField()
     session = models.ForeignKey(AgentSession, on_delete=models.SET_NULL, related_name="activity", null=True, blank=True)
@@ -139,8 +153,10 @@ class Activity(models.Model):
     server = models.CharField(max_length=100)
     tool = models.CharField(max_length=200)
     arguments = models.JSONField(default=dict)
-    # The complete result as the tool returned it (never truncated).
+    # The result as the tool returned it, stored once and capped at HERMES_LEDGER_RESULT_MAX_BYTES
+    # (`agent.tools.results.tool_result_record`); `{}` while the call is in flight.
     result = models.JSONField(default=dict)
+    state = models.CharField(max_length=10, choices=State.choices, default=State.OK)
     is_error = models.BooleanField(default=False)
     duration_ms = models.PositiveIntegerField(default=0)
     started_at = models.DateTimeField()

@@ -16,6 +16,8 @@ from django.utils import timezone
 from agent import presence
 from agent.engine.history import synthetic_tool_results, tool_uses_unanswered
 from agent.models import Activity, AgentSession, Instance, Message, ToolCatalog, Turn
+from agent.tools.outcomes import CUTOFF_INTERRUPTED, outcome_unknown_text
+from agent.tools.results import tool_error_record
 
 TITLE_MAX = 80
 
@@ -55,7 +57,13 @@ def session_title_from(text: str) -> str:
 
 
 def _session_repair(session: AgentSession) -> None:
-    """Answer any tool_use that a crash or cancel left unanswered, so the API accepts the history."""
+    """Repair what a crash left of the session's last turn, before its next turn begins.
+
+    Any tool_use left unanswered is answered "outcome unknown — it may have run" (the API rejects
+    a history with a gap, and "not run" would be a lie: Oikos may have carried the call out), and
+    the ledger rows still `started` become `unknown`. Runs under the session's row lock, with no
+    turn of the session running.
+    """
     rows = list(session.messages.order_by("id").values_list("role", "content", "turn_id"))
     unanswered = tool_uses_unanswered([(role, content) for role, content, _turn in rows])
     if unanswered:
@@ -65,6 +73,7 @@ def _session_repair(session: AgentSession) -> None:
             role=Message.Role.USER,
             content=synthetic_tool_results(unanswered),
         )
+    activity_settle_interrupted(session_id=session.pk)
 
 
 INTERRUPTED_BY_EXIT = "The Hermes process running this turn stopped before it finished."
@@ -91,6 +100,8 @@ def turns_interrupt(*, turn_ids: list[uuid.UUID], error: str = INTERRUPTED_BY_EX
         error=error,
         finished_at=timezone.now(),
     )
+    # Their calls in flight when the process went may have run: say so in the ledger too.
+    activity_settle_interrupted(correlation_ids=ended)
     return ended
 
 
@@ -234,6 +245,43 @@ def turn_finish(
     )
 
 
+def activity_start(
+    *,
+    correlation_id: uuid.UUID,
+    session_id: uuid.UUID | None,
+    actor: str,
+    tool_use_id: str,
+    server: str,
+    tool: str,
+    arguments: dict[str, Any],
+    started_at: datetime.datetime,
+) -> int:
+    """Write a tool call's ledger row, state `started`, before the call is sent; returns its id.
+
+    Written first so that a crash mid-call leaves a trace: the row says the call went out, and the
+    session's next turn can tell the model its outcome is unknown instead of "not run".
+    """
+    row = Activity.objects.create(
+        correlation_id=correlation_id,
+        session_id=session_id,
+        actor=actor,
+        tool_use_id=tool_use_id,
+        server=server,
+        tool=tool,
+        arguments=arguments,
+        state=Activity.State.STARTED,
+        started_at=started_at,
+    )
+    return row.pk
+
+
+def activity_finish(*, activity_id: int, state: str, result: dict[str, Any], is_error: bool, duration_ms: int) -> None:
+    """Complete a `started` row: `ok`/`error` (the tool answered) or `unknown` (cut off in flight)."""
+    Activity.objects.filter(pk=activity_id).update(
+        state=state, result=result, is_error=is_error, duration_ms=duration_ms
+    )
+
+
 def activity_record(
     *,
     correlation_id: uuid.UUID,
@@ -248,6 +296,7 @@ def activity_record(
     duration_ms: int,
     started_at: datetime.datetime,
 ) -> Activity:
+    """A finished call's row in one write, for an exchange recorded after the fact (`a2a talk`)."""
     return Activity.objects.create(
         correlation_id=correlation_id,
         session_id=session_id,
@@ -257,6 +306,7 @@ def activity_record(
         tool=tool,
         arguments=arguments,
         result=result,
+        state=Activity.State.ERROR if is_error else Activity.State.OK,
         is_error=is_error,
         duration_ms=duration_ms,
         started_at=started_at,
@@ -268,3 +318,28 @@ def tool_catalog_save(*, server: str, target: str, tools: list[dict[str, Any]]) 
     ToolCatalog.objects.update_or_create(
         server=server, defaults={"target": target, "tools": tools, "listed_at": timezone.now()}
     )
+
+
+def activity_settle_interrupted(
+    *, session_id: uuid.UUID | None = None, correlation_ids: list[uuid.UUID] | None = None
+) -> int:
+    """Turn `started` rows of turns that are no longer running into `unknown`; returns how many.
+
+    A crash (SIGKILL, an OOM kill, a power cut) leaves the row of every call in flight at
+    `started`. Once its turn is known to be over — the session's next turn begins, or the turn is
+    marked interrupted — the call's outcome is unknown: it may have run. Rows of turns still
+    running are left alone.
+    """
+    rows = Activity.objects.filter(state=Activity.State.STARTED)
+    if session_id is not None:
+        rows = rows.filter(session_id=session_id)
+    if correlation_ids is not None:
+        rows = rows.filter(correlation_id__in=correlation_ids)
+    rows = rows.exclude(correlation_id__in=Turn.objects.filter(status=Turn.Status.RUNNING).values("id"))
+    settled = 0
+    for tool in set(rows.values_list("tool", flat=True)):
+        message = outcome_unknown_text(tool=tool, cause=CUTOFF_INTERRUPTED)
+        settled += rows.filter(tool=tool).update(
+            state=Activity.State.UNKNOWN, is_error=True, result=tool_error_record(CUTOFF_INTERRUPTED.kind, message)
+        )
+    return settled

@@ -6,6 +6,8 @@ from django import forms
 from django.conf import settings
 from django.core.validators import RegexValidator
 
+from agent.models import Activity
+
 PLACES = (("home", "home"), ("drawer", "drawer"))
 # Oikos ids look like apr-0001 / exe-0001; anything else is refused before it reaches Oikos.
 OIKOS_ID = RegexValidator(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,99}$", "Not an Oikos id.")
@@ -40,4 +42,5 @@ class LedgerFilterForm(forms.Form):
     server = forms.CharField(max_length=100, required=False)
     tool = forms.CharField(max_length=200, required=False)
     only_errors = forms.BooleanField(required=False)
+    state = forms.ChoiceField(choices=[("", "any"), *Activity.State.choices], required=False)
     page = forms.IntegerField(min_value=1, required=False)

@@ -11,11 +11,11 @@ import json
 import uuid
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from django.core.paginator import Page, Paginator
-from django.db.models import Q
+from django.db.models import Case, Exists, F, OuterRef, Q, Value, When
 from django.utils import timezone
 
 from agent.engine.approvals import REQUEST_EXECUTION, approval_from_result
@@ -118,7 +118,8 @@ def _turn_view(turn: Turn, messages: list[tuple[str, list[dict[str, Any]]]], cal
                 view.items.append(TextItem(block=block, text=str(part["text"]), done=True))
                 block += 1
             elif role == Message.Role.ASSISTANT and kind == "tool_use":
-                view.items.append(_tool_item(part, calls.get(str(part.get("id", "")))))
+                call = calls.get(str(part.get("id", "")))
+                view.items.append(_tool_item(part, call, turn_running=view.status == Turn.Status.RUNNING))
             elif role == Message.Role.USER and kind == "tool_result":
                 _tool_result_apply(view, part)
     if view.status in (Turn.Status.ERROR, Turn.Status.CANCELLED, Turn.Status.INTERRUPTED):
@@ -131,18 +132,32 @@ def _text_of(content: list[dict[str, Any]]) -> str:
     return "\n".join(str(part.get("text", "")) for part in content if part.get("type") == "text")
 
 
-def _tool_item(block: dict[str, Any], call: Activity | None) -> ToolItem:
+def _tool_item(block: dict[str, Any], call: Activity | None, *, turn_running: bool) -> ToolItem:
     name = str(block.get("name", ""))
     arguments = block.get("input")
+    state = activity_state_shown(call.state, turn_running=turn_running) if call else ""
     return ToolItem(
         tool_use_id=str(block.get("id", "")),
         name=name,
         server=call.server if call else "",
         tool=call.tool if call else name,
         input=arguments if isinstance(arguments, dict) else {},
-        is_error=call.is_error if call else False,
+        is_error=(call.is_error or state == Activity.State.UNKNOWN) if call else False,
         duration_ms=call.duration_ms if call else 0,
+        state=state,
     )
+
+
+def activity_state_shown(state: str, *, turn_running: bool) -> str:
+    """A ledger row's state as an operator should read it.
+
+    A row left `started` by a turn that is no longer running was cut off by a crash that nobody has
+    settled yet (the session's next turn does, `services.activity_settle_interrupted`): its outcome
+    is unknown — it may have run — not "in flight".
+    """
+    if state == Activity.State.STARTED and not turn_running:
+        return Activity.State.UNKNOWN
+    return state
 
 
 def _tool_result_apply(view: TurnView, block: dict[str, Any]) -> None:
@@ -153,6 +168,8 @@ def _tool_result_apply(view: TurnView, block: dict[str, Any]) -> None:
     text = content if isinstance(content, str) else _text_of(content if isinstance(content, list) else [])
     tool.done = True
     tool.is_error = tool.is_error or bool(block.get("is_error"))
+    if not tool.state:  # no ledger row (a call from before the ledger kept states)
+        tool.state = "error" if tool.is_error else "ok"
     tool.result = text[:PREVIEW_CHARS]
     tool.truncated = len(text) > PREVIEW_CHARS
     if tool.tool != REQUEST_EXECUTION or tool.is_error:
@@ -186,11 +203,25 @@ class LedgerFilters:
     server: str = ""
     tool: str = ""
     errors_only: bool = False
+    # One of `Activity.State` ("" for any), as the page shows it (see `activity_state_shown`).
+    state: str = ""
 
 
 def ledger_page(*, filters: LedgerFilters, page: int = 1, per_page: int = 50) -> Page[Activity]:
-    """Tool calls, newest first, narrowed by `filters`."""
-    calls = Activity.objects.order_by("-started_at", "-id")
+    """Tool calls, newest first, narrowed by `filters`; each row's `shown_state` is its state as shown."""
+    turn_running = Exists(Turn.objects.filter(pk=OuterRef("correlation_id"), status=Turn.Status.RUNNING))
+    calls = (
+        Activity.objects.annotate(turn_running=turn_running)
+        .annotate(
+            shown_state=Case(
+                When(state=Activity.State.STARTED, turn_running=False, then=Value(Activity.State.UNKNOWN.value)),
+                default=F("state"),
+            )
+        )
+        .order_by("-started_at", "-id")
+    )
+    if filters.state:
+        calls = calls.filter(shown_state=filters.state)
     if filters.turn:
         calls = calls.filter(correlation_id=filters.turn)
     if filters.session:
@@ -200,8 +231,9 @@ def ledger_page(*, filters: LedgerFilters, page: int = 1, per_page: int = 50) ->
     if filters.tool:
         calls = calls.filter(tool=filters.tool)
     if filters.errors_only:
-        calls = calls.filter(is_error=True)
-    return Paginator(calls, per_page).get_page(page)
+        # Calls whose outcome is unknown were answered to the model as errors: they are listed too.
+        calls = calls.filter(Q(is_error=True) | Q(shown_state=Activity.State.UNKNOWN))
+    return cast("Page[Activity]", Paginator(calls, per_page).get_page(page))
 
 
 def ledger_choices() -> dict[str, list[str]]:

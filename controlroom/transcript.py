@@ -36,7 +36,13 @@ class ToolItem:
     result: str = ""
     duration_ms: int = 0
     truncated: bool = False
+    # `ok`, `error`, or `unknown`: cut off in flight (Stop, a time limit, a crash), it may have run.
+    state: str = ""
     kind: ItemKind = "tool"
+
+    @property
+    def outcome_unknown(self) -> bool:
+        return self.state == "unknown"
 
 
 @dataclass
@@ -144,6 +150,7 @@ class TurnView:
             tool.result = str(event.get("content", ""))
             tool.duration_ms = int(event.get("duration_ms", 0) or 0)
             tool.truncated = bool(event.get("truncated"))
+            tool.state = str(event.get("state") or ("error" if tool.is_error else "ok"))
             return [Change("item_update", tool)]
         if kind == "approval":
             approval = ApprovalItem(

@@ -215,6 +215,12 @@ HERMES_MAX_TOKENS = env_int("HERMES_MAX_TOKENS", 4096, minimum=1)
 HERMES_TURN_TOKEN_BUDGET = env_int("HERMES_TURN_TOKEN_BUDGET", 400_000, minimum=1)
 HERMES_TURN_TIMEOUT = env_float("HERMES_TURN_TIMEOUT", 600.0, minimum=1.0)
 HERMES_TOOL_RESULT_MAX_CHARS = env_int("HERMES_TOOL_RESULT_MAX_CHARS", 20_000, minimum=200)
+# What the ledger stores of one tool result: its text, once, up to this many characters (head and
+# tail, with a marker saying how much was cut). 2 million is 100 times what the model is shown, more
+# than any log or snapshot an operator reads in a browser, and keeps a row (and the memory a turn
+# needs to write it) in single megabytes however much a tool answers.
+HERMES_LEDGER_RESULT_MAX_CHARS = env_int("HERMES_LEDGER_RESULT_MAX_CHARS", 2_000_000, minimum=10_000)
+
 # Seconds a model call may go without a stream event (pings do not count); the turn's own time
 # limit bounds every call overall.
 HERMES_LLM_TIMEOUT = env_float("HERMES_LLM_TIMEOUT", 120.0, minimum=1.0)

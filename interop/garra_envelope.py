@@ -19,7 +19,7 @@ from mcp.types import INVALID_PARAMS
 
 from agent.tools.config import MCPConfigError, ServerConfig
 from agent.tools.envelopes import ResultEnvelope
-from agent.tools.hub import ToolOutcome
+from agent.tools.outcomes import ToolOutcome
 from interop.untrusted import untrusted_wrap
 
 SCHEMA = "garra.ask.v1"

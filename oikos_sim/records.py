@@ -135,6 +135,8 @@ class ActivityEntry:
     arguments: dict[str, Any]
     is_error: bool
     duration_ms: int
+    # The caller's correlation id, sent in the request's `_meta` (Hermes: its turn id).
+    correlation_id: str | None = None
 
 
 @dataclass(frozen=True)

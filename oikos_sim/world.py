@@ -103,11 +103,20 @@ class World:
             return entry
 
     def activity_record(
-        self, *, actor: str, tool: str, arguments: dict[str, Any], is_error: bool, duration_ms: int
+        self,
+        *,
+        actor: str,
+        tool: str,
+        arguments: dict[str, Any],
+        is_error: bool,
+        duration_ms: int,
+        correlation_id: str | None = None,
     ) -> ActivityEntry:
         with self.lock:
             number = int(self.activity[-1].id.split("-")[1]) + 1 if self.activity else 1
-            entry = ActivityEntry(f"act-{number:04d}", utc_now(), actor, tool, arguments, is_error, duration_ms)
+            entry = ActivityEntry(
+                f"act-{number:04d}", utc_now(), actor, tool, arguments, is_error, duration_ms, correlation_id
+            )
             self.activity.append(entry)
             del self.activity[:-ACTIVITY_LIMIT]
             return entry

@@ -5,11 +5,16 @@ A tool is named the way the model sees it (`mcp__oikos__get_entity`), as `server
 
 Status codes: 200 the tool answered; 422 the tool answered with an error (bad arguments, an
 unknown entity…), its own message in `content`; 502/504 its server failed or did not answer in
-time. Every call, failed ones included, is in the ledger under the returned `correlation_id`.
+time. Every call, failed ones included, is in the ledger under the returned `correlation_id`
+(written `started` before the call is sent), and the MCP server receives that id in the request's
+`_meta` (`hermes/correlation_id`). A 504 or a 502 for a lost connection means the call may have
+run: its `state` is `unknown`. `structured` is null for results larger than 64 KiB: their text
+`content` carries the same JSON.
 """
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from typing import Any
 
@@ -22,11 +27,16 @@ from agent.api.bodies import fields_check, json_object_read
 from agent.api.errors import ApiError, api_view
 from agent.api.operator import request_actor
 from agent.tools import MCPConfigError, ToolHub, ToolOutcome, ToolSpec, tool_hub
+from agent.tools.context import ToolCallContext
+from agent.tools.outcomes import Cutoff, outcome_unknown_text
+from agent.tools.results import tool_error_record
 
 NATURAL_LANGUAGE_HINT = (
     "natural language belongs to /chat. /query runs one tool by name: "
     '{"tool": "<name>", "args": {...}}. The tools available now are listed in "tools".'
 )
+
+CUTOFF_CLIENT_GONE = Cutoff("client_gone", "the /query client disconnected while the call was in flight")
 
 # Failures on Hermes's side of the call (the hub's `error.kind`) → status and error code.
 HUB_FAILURES = {
@@ -56,20 +66,40 @@ async def query(request: HttpRequest) -> JsonResponse:
     spec = tool_resolve(await hub.list_tools(), name, servers=[server.name for server in hub.servers])
 
     correlation_id = uuid.uuid4()
-    started_at = timezone.now()
-    outcome = await hub.call(spec.name, args)
-    await database_sync_to_async(services.activity_record)(
+    actor = request_actor(request)
+    activity_id = await database_sync_to_async(services.activity_start)(
         correlation_id=correlation_id,
         session_id=None,
-        actor=request_actor(request),
+        actor=actor,
         tool_use_id="",
         server=spec.server,
         tool=spec.tool,
         arguments=args,
+        started_at=timezone.now(),
+    )
+    # The correlation id goes to the server too (MCP `_meta`), so both ledgers can be matched.
+    context = ToolCallContext(actor=actor, turn_id=correlation_id)
+    try:
+        outcome = await hub.call(spec.name, args, context=context)
+    except asyncio.CancelledError:
+        # The client went away mid-call: the call may have run; the row must not stay `started`.
+        text = outcome_unknown_text(tool=spec.tool, cause=CUTOFF_CLIENT_GONE)
+        await asyncio.shield(
+            database_sync_to_async(services.activity_finish)(
+                activity_id=activity_id,
+                state="unknown",
+                result=tool_error_record(CUTOFF_CLIENT_GONE.kind, text),
+                is_error=True,
+                duration_ms=0,
+            )
+        )
+        raise
+    await database_sync_to_async(services.activity_finish)(
+        activity_id=activity_id,
+        state=outcome.state,
         result=outcome.record,
         is_error=outcome.is_error,
         duration_ms=outcome.duration_ms,
-        started_at=started_at,
     )
     status, payload = _result(spec, outcome, correlation_id)
     response = JsonResponse(payload, status=status)
@@ -137,6 +167,7 @@ def _result(spec: ToolSpec, outcome: ToolOutcome, correlation_id: uuid.UUID) -> 
         "server": spec.server,
         "name": spec.name,
         "is_error": outcome.is_error,
+        "state": outcome.state,
         "content": outcome.content,
         "structured": outcome.structured,
         "correlation_id": str(correlation_id),

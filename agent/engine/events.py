@@ -50,6 +50,8 @@ class ToolResult(Event):
     content: str
     duration_ms: int
     truncated: bool = False
+    # `ok`, `error`, or `unknown`: cut off in flight (Stop, a time limit, an MCP timeout), it may have run.
+    state: str = "ok"
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,10 @@ such a history outright. `tool_uses_unanswered` finds them so the session can be
 synthetic error results, and `messages_for_api` defends the request itself: it merges consecutive
 same-role messages (compatible servers reject them), answers any gap in memory and drops results
 that answer nothing.
+
+A synthetic result never says "not run": a call left unanswered was cut off while in flight, and
+Oikos may well have carried it out. It says the outcome is unknown and how to check
+(`agent.tools.outcomes`).
 """
 
 from __future__ import annotations
@@ -13,29 +17,35 @@ import copy
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from agent.tools.outcomes import CUTOFF_INTERRUPTED, Cutoff, outcome_unknown_text
+
 Block = dict[str, Any]
 ApiMessage = dict[str, Any]
 
-INTERRUPTED_RESULT = "Not run: the turn was interrupted before this tool call finished."
 
-
-def synthetic_tool_results(tool_use_ids: Iterable[str], text: str = INTERRUPTED_RESULT) -> list[Block]:
+def synthetic_tool_results(tool_uses: Iterable[Block], cause: Cutoff = CUTOFF_INTERRUPTED) -> list[Block]:
+    """Error results for `tool_use` blocks cut off by `cause`: outcome unknown, check before retrying."""
     return [
-        {"type": "tool_result", "tool_use_id": tool_use_id, "is_error": True, "content": text}
-        for tool_use_id in tool_use_ids
+        {
+            "type": "tool_result",
+            "tool_use_id": block["id"],
+            "is_error": True,
+            "content": outcome_unknown_text(tool=str(block.get("name", "")), cause=cause),
+        }
+        for block in tool_uses
     ]
 
 
-def _tool_use_ids(content: Sequence[Block]) -> list[str]:
-    return [block["id"] for block in content if block.get("type") == "tool_use"]
+def _tool_uses(content: Sequence[Block]) -> list[Block]:
+    return [block for block in content if block.get("type") == "tool_use"]
 
 
 def _tool_result_ids(content: Sequence[Block]) -> set[str]:
     return {block["tool_use_id"] for block in content if block.get("type") == "tool_result"}
 
 
-def tool_uses_unanswered(messages: Sequence[tuple[str, list[Block]]]) -> list[str]:
-    """Ids of the last assistant message's tool_use blocks that no later message answers."""
+def tool_uses_unanswered(messages: Sequence[tuple[str, list[Block]]]) -> list[Block]:
+    """The last assistant message's tool_use blocks that no later message answers."""
     for index in range(len(messages) - 1, -1, -1):
         role, content = messages[index]
         if role != "assistant":
@@ -43,7 +53,7 @@ def tool_uses_unanswered(messages: Sequence[tuple[str, list[Block]]]) -> list[st
         answered: set[str] = set()
         for _role, later in messages[index + 1 :]:
             answered |= _tool_result_ids(later)
-        return [tool_use_id for tool_use_id in _tool_use_ids(content) if tool_use_id not in answered]
+        return [block for block in _tool_uses(content) if block["id"] not in answered]
     return []
 
 
@@ -63,11 +73,14 @@ def messages_for_api(messages: Sequence[tuple[str, list[Block]]]) -> list[ApiMes
     for index, message in enumerate(merged):
         if message["role"] == "user":
             previous = merged[index - 1] if index > 0 else None
-            expected = _tool_use_ids(previous["content"]) if previous else []
+            expected = _tool_uses(previous["content"]) if previous else []
+            expected_ids = {block["id"] for block in expected}
             # Results first (the API requires them to lead the message), only those that answer
             # the previous assistant message, and a synthetic error for any it left unanswered.
-            results = [b for b in message["content"] if b.get("type") == "tool_result" and b["tool_use_id"] in expected]
-            missing = [i for i in expected if i not in {b["tool_use_id"] for b in results}]
+            results = [
+                b for b in message["content"] if b.get("type") == "tool_result" and b["tool_use_id"] in expected_ids
+            ]
+            missing = [block for block in expected if block["id"] not in {b["tool_use_id"] for b in results}]
             others = [b for b in message["content"] if b.get("type") != "tool_result"]
             message["content"] = results + synthetic_tool_results(missing) + others
             if not message["content"]:
@@ -78,7 +91,7 @@ def messages_for_api(messages: Sequence[tuple[str, list[Block]]]) -> list[ApiMes
         repaired.append(message)
 
     if repaired and repaired[-1]["role"] == "assistant":
-        unanswered = _tool_use_ids(repaired[-1]["content"])
+        unanswered = _tool_uses(repaired[-1]["content"])
         if unanswered:
             repaired.append({"role": "user", "content": synthetic_tool_results(unanswered)})
     return repaired

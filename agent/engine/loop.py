@@ -41,7 +41,15 @@ from agent.logs import log_event, turn_context_set
 from agent.models import Turn
 from agent.redaction import redact
 from agent.tools.context import ToolCallContext
-from agent.tools.hub import ToolHub, ToolOutcome, UnreachableServer
+from agent.tools.hub import ToolHub, UnreachableServer
+from agent.tools.outcomes import (
+    CUTOFF_CANCELLED,
+    CUTOFF_TIME_LIMIT,
+    Cutoff,
+    ToolOutcome,
+    outcome_unknown_text,
+)
+from agent.tools.results import tool_error_blocks, tool_error_record
 
 logger = logging.getLogger("agent.engine")
 
@@ -133,6 +141,13 @@ class TurnLoop:
         self.interrupted_by = ""
         # Events shown to the transport from model streams: once one is out, a call is not retried.
         self._emitted = 0
+        # Why a cancellation of this turn cuts its tool calls off; a frontend that cancels for
+        # another reason (a shutdown) sets its own before cancelling.
+        self.cancel_cause: Cutoff = CUTOFF_CANCELLED
+        # Per tool_use id: why its call was cut off in flight.
+        self._cutoffs: dict[str, Cutoff] = {}
+        # The tool results of the round a cancellation interrupted (finished ones real, others unknown).
+        self._results_on_cancel: list[Block] = []
 
     async def run(self) -> None:
         """Run the turn to its end, emitting events; always finishes with `done`.
@@ -401,57 +416,64 @@ class TurnLoop:
     # --- tools -----------------------------------------------------------------------------------
 
     async def _tools_run(self, tool_uses: list[Block]) -> list[Block]:
-        """Run every tool call of one response concurrently; results come back in call order."""
+        """Run every tool call of one response concurrently; results come back in call order.
+
+        A call still in flight at the turn's time limit, or when the turn is stopped, is cut off
+        and answered "outcome unknown — it may have run" (its own task records that in the
+        ledger); calls that did finish keep their real results, on Stop too.
+        """
         tasks = [asyncio.create_task(self._tool_run(block)) for block in tool_uses]
         remaining = max(self.deadline - time.monotonic(), 0.0)
         try:
             await asyncio.wait(tasks, timeout=remaining)
         except asyncio.CancelledError:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            self._results_on_cancel = await self._tools_cut_off(tool_uses, tasks, self.cancel_cause)
             raise
+        return await self._tools_cut_off(tool_uses, tasks, CUTOFF_TIME_LIMIT)
+
+    async def _tools_cut_off(
+        self, tool_uses: list[Block], tasks: list[asyncio.Task[Block]], cause: Cutoff
+    ) -> list[Block]:
+        """Cut off the calls still running for `cause`; every call's result, in call order."""
+        for block, task in zip(tool_uses, tasks, strict=True):
+            if not task.done():
+                self._cutoffs[block["id"]] = cause
+                task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
         results: list[Block] = []
         for block, task in zip(tool_uses, tasks, strict=True):
-            if task.done() and not task.cancelled() and task.exception() is None:
+            if not task.cancelled() and task.exception() is None:
                 results.append(task.result())
-                continue
-            task.cancel()
-            results.extend(
-                synthetic_tool_results([block["id"]], "Not run to completion: the turn's time limit was reached.")
-            )
-        await asyncio.gather(*tasks, return_exceptions=True)
+            else:
+                results.extend(synthetic_tool_results([block], self._cutoffs.get(block["id"], cause)))
         return results
 
     async def _tool_run(self, block: Block) -> Block:
         spec = self.hub.spec(block["name"])
         started_at = timezone.now()
+        started = time.monotonic()
         arguments = block["input"] if isinstance(block["input"], dict) else {}
+        activity_id = await self._ledger_start(block, spec, arguments, started_at)
         try:
             outcome = await self.hub.call(block["name"], arguments, context=self.state.tool_context())
         except asyncio.CancelledError:
+            cause = self._cutoffs.get(block["id"], self.cancel_cause)
+            text = outcome_unknown_text(tool=block["name"], cause=cause)
             outcome = ToolOutcome(
-                content=[{"type": "text", "text": "Cancelled before the tool answered."}],
+                content=tool_error_blocks(text),
                 is_error=True,
-                record={"error": "cancelled"},
+                record=tool_error_record(cause.kind, text),
                 structured=None,
-                duration_ms=int((timezone.now() - started_at).total_seconds() * 1000),
+                duration_ms=round((time.monotonic() - started) * 1000),
+                unknown=True,
             )
-            await self._ledger(block, spec, arguments, outcome, started_at)
+            await self._ledger_finish(activity_id, outcome)
+            self._tool_result_emit(block, outcome, text, truncated=False)
             raise
         bounded = tool_result_bound(outcome.content, limit=self.budgets.tool_result_chars)
-        await self._ledger(block, spec, arguments, outcome, started_at)
+        await self._ledger_finish(activity_id, outcome)
         preview = "".join(b["text"] for b in bounded.content if b.get("type") == "text")
-        self.emit(
-            ToolResult(
-                tool_use_id=block["id"],
-                name=block["name"],
-                is_error=outcome.is_error,
-                content=preview[:PREVIEW_CHARS],
-                duration_ms=outcome.duration_ms,
-                truncated=bounded.truncated or len(preview) > PREVIEW_CHARS,
-            )
-        )
+        self._tool_result_emit(block, outcome, preview, truncated=bounded.truncated)
         if spec and not outcome.is_error:
             approval = approval_from_result(tool=spec.tool, tool_use_id=block["id"], structured=outcome.structured)
             if approval:
@@ -471,10 +493,22 @@ class TurnLoop:
             result["is_error"] = True
         return result
 
-    async def _ledger(
-        self, block: Block, spec: Any, arguments: dict[str, Any], outcome: ToolOutcome, started_at: Any
-    ) -> None:
-        await database_sync_to_async(services.activity_record)(
+    def _tool_result_emit(self, block: Block, outcome: ToolOutcome, preview: str, *, truncated: bool) -> None:
+        self.emit(
+            ToolResult(
+                tool_use_id=block["id"],
+                name=block["name"],
+                is_error=outcome.is_error,
+                content=preview[:PREVIEW_CHARS],
+                duration_ms=outcome.duration_ms,
+                truncated=truncated or len(preview) > PREVIEW_CHARS,
+                state=outcome.state,
+            )
+        )
+
+    async def _ledger_start(self, block: Block, spec: Any, arguments: dict[str, Any], started_at: Any) -> int:
+        """The call's ledger row, `started`, written before the call is sent (a crash leaves it)."""
+        return await database_sync_to_async(services.activity_start)(
             correlation_id=self.state.turn_id,
             session_id=self.state.session_id,
             actor=self.state.actor,
@@ -482,10 +516,16 @@ class TurnLoop:
             server=spec.server if spec else "",
             tool=spec.tool if spec else block["name"],
             arguments=arguments,
+            started_at=started_at,
+        )
+
+    async def _ledger_finish(self, activity_id: int, outcome: ToolOutcome) -> None:
+        await database_sync_to_async(services.activity_finish)(
+            activity_id=activity_id,
+            state=outcome.state,
             result=outcome.record,
             is_error=outcome.is_error,
             duration_ms=outcome.duration_ms,
-            started_at=started_at,
         )
 
     # --- persistence -----------------------------------------------------------------------------
@@ -518,9 +558,13 @@ class TurnLoop:
         await self._keep_partial(self._partial_text())
         role, content = self.state.messages[-1]
         if role == "assistant":
-            unanswered = [block["id"] for block in content if block.get("type") == "tool_use"]
+            unanswered = [block for block in content if block.get("type") == "tool_use"]
             if unanswered:
-                await self._append("user", synthetic_tool_results(unanswered, why))
+                # The calls that finished keep their results; those cut off "may have run".
+                results = self._results_on_cancel
+                if [r["tool_use_id"] for r in results] != [block["id"] for block in unanswered]:
+                    results = synthetic_tool_results(unanswered, self.cancel_cause)
+                await self._append("user", results)
         await self._finish(status, code, error=why, code=code)
 
     async def _finish(self, status: str, stop_reason: str, *, error: str = "", code: str = "") -> None:

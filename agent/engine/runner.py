@@ -25,6 +25,7 @@ from agent.engine.prompt import PersonaFileError, system_prompt_build
 from agent.llm import NOT_CONFIGURED_MESSAGE, LLMNotConfigured, llm_client
 from agent.redaction import redact
 from agent.tools.hub import ToolHub, tool_hub
+from agent.tools.outcomes import CUTOFF_INTERRUPTED
 
 
 class TurnRejected(Exception):
@@ -87,6 +88,7 @@ class TurnHandle:
         """Stop the turn because its process is going away: it ends `interrupted` with `reason`."""
         if self.turn_loop is not None:
             self.turn_loop.interrupted_by = reason
+            self.turn_loop.cancel_cause = CUTOFF_INTERRUPTED
         self.cancel()
 
     async def wait(self) -> None:

@@ -15,12 +15,13 @@ from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from importlib.metadata import version
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import httpx2
 from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT, CallToolResult, Implementation, Tool
+from mcp_types import RequestParamsMeta
 
 from agent.tools.config import ServerConfig
 
@@ -33,6 +34,12 @@ CLIENT_INFO = Implementation(name="hermes", version=version("mcp"))
 # Tool results can be large (logs, snapshots); the SDK's default 1 MiB cap per SSE event would turn
 # a big but legitimate answer into a transport error. The engine bounds what reaches the model.
 MAX_SSE_EVENT_BYTES = 64 * 1024 * 1024
+
+# The `_meta` key under which every tools/call carries Hermes's correlation id (the turn id, or the
+# id `/query` returns), so an operator can match a row of Oikos's agent-activity ledger to Hermes's.
+# `_meta` travels in the JSON-RPC body on every transport; a per-call HTTP header cannot, since one
+# connection carries the calls of every turn.
+CORRELATION_META_KEY = "hermes/correlation_id"
 
 # After the per-call timeout the SDK answers with REQUEST_TIMEOUT itself; this margin only guards
 # against a transport that dies without waking its callers.
@@ -124,11 +131,21 @@ class ServerConnection:
 
         return await self._request("listing tools", fetch, within=within)
 
-    async def call_tool(self, tool: str, arguments: dict[str, Any]) -> CallToolResult:
-        """Call `tool`; raises `MCPCallError` when no result comes back (a tool error is a result)."""
+    async def call_tool(
+        self, tool: str, arguments: dict[str, Any], *, meta: dict[str, Any] | None = None
+    ) -> CallToolResult:
+        """Call `tool`; raises `MCPCallError` when no result comes back (a tool error is a result).
+
+        `meta` goes out as the request's `_meta` (the hub sends the turn's correlation id there).
+        """
         return await self._request(
             f"calling {tool}",
-            lambda client: client.call_tool(tool, arguments, read_timeout_seconds=self.config.timeout),
+            lambda client: client.call_tool(
+                tool,
+                arguments,
+                read_timeout_seconds=self.config.timeout,
+                meta=cast(RequestParamsMeta, meta) if meta else None,
+            ),
         )
 
     async def aclose(self) -> None:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from agent.tools.config import ServerConfig
-    from agent.tools.hub import ToolOutcome
+    from agent.tools.outcomes import ToolOutcome
 
 
 class ResultEnvelope(ABC):

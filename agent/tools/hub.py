@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
 from mcp.types import CallToolResult, Tool
 
 from agent import metrics
@@ -28,11 +29,12 @@ from agent.logs import log_event
 from agent.redaction import redact_value, secrets_register
 from agent.tools.catalog import ToolCatalog
 from agent.tools.config import ServerConfig, Transport, mcp_servers_from_settings
-from agent.tools.connection import MCPCallError, ServerConnection
+from agent.tools.connection import CORRELATION_META_KEY, MCPCallError, ServerConnection
 from agent.tools.context import ToolCallContext
 from agent.tools.envelopes import envelope_get
 from agent.tools.local import LOCAL_SERVER, LocalTool, local_tool_name_check, local_tools_from_settings
 from agent.tools.names import ToolNameMap
+from agent.tools.outcomes import ToolOutcome, outcome_unknown_advice
 from agent.tools.results import (
     tool_error_blocks,
     tool_error_record,
@@ -64,17 +66,6 @@ class ToolSpec:
     def to_anthropic(self) -> dict[str, Any]:
         """The tool definition for the Messages API's `tools` list."""
         return {"name": self.name, "description": self.description, "input_schema": self.input_schema}
-
-
-@dataclass(frozen=True)
-class ToolOutcome:
-    """What one tool call produced, for the model (`content`) and for the ledger (`record`)."""
-
-    content: list[dict[str, Any]]  # Anthropic blocks for the tool_result (text/image), NOT truncated
-    is_error: bool
-    record: dict[str, Any]  # full JSON-able result for the ledger
-    structured: Any | None  # structured_content, or the text parsed when it is a JSON object
-    duration_ms: int
 
 
 @dataclass(frozen=True)
@@ -218,16 +209,24 @@ class ToolHub:
                 f"{context.origin_peer!r}, and Hermes never calls a peer back from its own turn."
             )
             return _failure("depth_guard", message, started)
+        meta = {CORRELATION_META_KEY: str(context.turn_id)} if context.turn_id else None
         try:
-            result = await self._connections[spec.server].call_tool(spec.tool, {**arguments, **config.fixed_arguments})
+            result = await self._connections[spec.server].call_tool(
+                spec.tool, {**arguments, **config.fixed_arguments}, meta=meta
+            )
         except MCPCallError as exc:
             if exc.kind in _SERVER_DOWN_KINDS:
                 self._server_state(spec.server, up=False, error=exc.message)
-            message = exc.message
             if exc.kind == "connect":
                 # No connection, so nothing was sent: say so, the model must not wonder whether it ran.
-                message = f"{message}. The server is unreachable, so {spec.tool} was not run."
-            outcome = _failure(exc.kind, message, started, code=exc.code)
+                message = f"{exc.message}. The server is unreachable, so {spec.tool} was not run."
+                outcome = _failure(exc.kind, message, started, code=exc.code)
+            elif exc.kind in _MAY_HAVE_RUN_KINDS:
+                # The request was sent: the server may have carried it out without our hearing back.
+                message = f"{exc.message}. Outcome unknown. {outcome_unknown_advice(spec.tool)}"
+                outcome = _failure(exc.kind, message, started, code=exc.code, unknown=True)
+            else:
+                outcome = _failure(exc.kind, exc.message, started, code=exc.code)
         except Exception as exc:  # the hub's promise: a broken server never crashes a turn
             logger.exception("unexpected failure calling %s", name)
             outcome = _failure("internal", f"{name} failed unexpectedly: {type(exc).__name__}: {exc}", started)
@@ -453,24 +452,27 @@ def _outcome(result: CallToolResult, started: float) -> ToolOutcome:
     return ToolOutcome(
         content=tool_result_blocks(result),
         is_error=result.is_error,
-        record=tool_result_record(result),
+        record=tool_result_record(result, max_chars=settings.HERMES_LEDGER_RESULT_MAX_CHARS),
         structured=tool_result_structured(result),
         duration_ms=_elapsed_ms(started),
     )
 
 
-def _failure(kind: str, message: str, started: float, *, code: int | None = None) -> ToolOutcome:
+def _failure(kind: str, message: str, started: float, *, code: int | None = None, unknown: bool = False) -> ToolOutcome:
     return ToolOutcome(
         content=tool_error_blocks(message),
         is_error=True,
         record=tool_error_record(kind, message, code=code),
         structured=None,
         duration_ms=_elapsed_ms(started),
+        unknown=unknown,
     )
 
 
 # Failures that mean the server cannot be reached, as opposed to a slow or refused request.
 _SERVER_DOWN_KINDS = frozenset({"connect", "connection_lost"})
+# Failures after the request was sent: the call may have run (`connect` and `protocol` never ran).
+_MAY_HAVE_RUN_KINDS = frozenset({"timeout", "connection_lost"})
 
 
 def _error_kind(outcome: ToolOutcome) -> str | None:

@@ -9,6 +9,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from agent.models import Activity
 from controlroom import selectors
 from controlroom.forms import LedgerFilterForm
 from controlroom.identity import operator_name
@@ -39,7 +40,7 @@ def sessions_page(request: HttpRequest) -> HttpResponse:
 
 @require_GET
 def ledger(request: HttpRequest) -> HttpResponse:
-    """Every tool call, newest first; filter by turn (correlation id), session, server, tool, errors."""
+    """Every tool call, newest first; filter by turn (correlation id), session, server, tool, state, errors."""
     form = LedgerFilterForm(request.GET)
     filters = selectors.LedgerFilters()
     page_number = 1
@@ -51,6 +52,7 @@ def ledger(request: HttpRequest) -> HttpResponse:
             server=data["server"],
             tool=data["tool"],
             errors_only=data["only_errors"],
+            state=data["state"],
         )
         page_number = data["page"] or 1
     drawer = _drawer(request)
@@ -60,6 +62,7 @@ def ledger(request: HttpRequest) -> HttpResponse:
         "filters": filters,
         "page": selectors.ledger_page(filters=filters, page=page_number),
         "choices": selectors.ledger_choices(),
+        "state_choices": [("", "any"), *Activity.State.choices],
         "drawer": drawer,
         "pending_approvals": drawer["pending_approvals"],
     }

@@ -26,8 +26,17 @@ config_mutation and destructive ones wait for an operator's approval. Start with
 then explain / get_blast_radius on what looks wrong."""
 
 
+# Where a caller's correlation id travels in a tools/call request's `_meta` (Hermes sends its turn
+# id there), so the operator can match a ledger row here to the caller's own ledger.
+CORRELATION_META_KEY = "hermes/correlation_id"
+
+
 class ActivityLedger:
-    """Server middleware that writes every tools/call to the agent-activity ledger."""
+    """Server middleware that writes every tools/call to the agent-activity ledger.
+
+    The row is written when the call ends, whether or not the caller is still there to hear the
+    answer: a call whose client vanished mid-flight is in the ledger like any other.
+    """
 
     def __init__(self, state: SimState) -> None:
         self.state = state
@@ -45,12 +54,15 @@ class ActivityLedger:
             params = ctx.params or {}
             request = ctx.request
             actor = request.scope.get(ACTOR_SCOPE_KEY) if request is not None else None
+            meta = params.get("_meta")
+            correlation_id = meta.get(CORRELATION_META_KEY) if isinstance(meta, dict) else None
             self.state.world.activity_record(
                 actor=str(actor or "unknown"),
                 tool=str(params.get("name", "?")),
                 arguments=dict(params.get("arguments") or {}),
                 is_error=is_error,
                 duration_ms=round((time.perf_counter() - started) * 1000),
+                correlation_id=str(correlation_id) if correlation_id else None,
             )
 
 

@@ -19,6 +19,10 @@ SignalState = Annotated[
     Field(description="Only signals that are still firing, or resolved."),
 ]
 ToolFilter = Annotated[str | None, Field(description="Only calls of this tool, e.g. request_execution.")]
+CorrelationFilter = Annotated[
+    str | None,
+    Field(description="Only calls made under this correlation id (a Hermes turn id).", max_length=100),
+]
 SinceMinutes = Annotated[int, Field(description="Look back this many minutes (max 7 days).", ge=1, le=10080)]
 
 
@@ -95,13 +99,19 @@ def register_history_tools(mcp: MCPServer, state: SimState) -> None:
     @mcp.tool(annotations=READ_ONLY)
     @guarded
     async def get_agent_activity(
-        actor: ActorFilter = None, tool: ToolFilter = None, limit: Limit = 50
+        actor: ActorFilter = None,
+        tool: ToolFilter = None,
+        correlation_id: CorrelationFilter = None,
+        limit: Limit = 50,
     ) -> CallToolResult:
         """The ledger of MCP tool calls made against Oikos (by Hermes and other agents), newest first:
-        actor, tool, arguments, error flag and duration."""
+        actor, tool, arguments, error flag, duration, and the caller's correlation id (Hermes's turn
+        id) when it sent one."""
         entries: list[Any] = [
             a
             for a in reversed(world.activity)
-            if (actor is None or a.actor == actor) and (tool is None or a.tool == tool)
+            if (actor is None or a.actor == actor)
+            and (tool is None or a.tool == tool)
+            and (correlation_id is None or a.correlation_id == correlation_id)
         ][:limit]
         return json_result({"count": len(entries), "activity": jsonable(entries)})

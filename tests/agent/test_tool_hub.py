@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
+from pytest_django.fixtures import Settings as DjangoSettings
 
 from agent.tools import MCPConfigError, ToolHub, ToolOutcome, tool_hub, tool_hub_close
 from agent.tools.config import ServerConfig
@@ -20,6 +21,7 @@ MINI_OIKOS_TOOLS = {
     "render_topology",
     "slow",
     "big",
+    "big_json",
     "echo",
     "fail",
     "whoami",
@@ -139,14 +141,23 @@ class TestStreamableHTTP:
         [(False, 1_000_000), (True, 3_000_000)],
         ids=["1MB", "3MB-over-SSE"],
     )
-    async def test_big_results_come_back_whole(self, make_hub: HubFactory, legacy: bool, size: int) -> None:
+    async def test_big_results_come_back_whole(
+        self, make_hub: HubFactory, legacy: bool, size: int, settings: DjangoSettings
+    ) -> None:
         # The handshake-era server answers over SSE, where the SDK's default cap is 1 MiB per event.
+        settings.HERMES_LEDGER_RESULT_MAX_CHARS = 2_000_000
         with MCPTestServer(legacy=legacy) as server:
             hub = make_hub(http_config(server))
             outcome = await hub.call("mcp__oikos__big", {"size_bytes": size})
             assert not outcome.is_error, outcome.content
             assert len(outcome.content[0]["text"]) == size
-            assert outcome.record["content"][0]["text"] == outcome.content[0]["text"]
+            # The ledger's copy is whole up to its cap, then head and tail around a marker.
+            stored = outcome.record["content"][0]["text"]
+            if size <= 2_000_000:
+                assert stored == outcome.content[0]["text"]
+            else:
+                assert f"keeps 2,000,000 of {size:,} characters" in stored
+                assert outcome.record["cut"]["cut_chars"] == size - 2_000_000
 
     async def test_images_and_structured_results_convert(
         self, mcp_http_server: MCPTestServer, make_hub: HubFactory

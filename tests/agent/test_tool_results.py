@@ -83,13 +83,13 @@ class TestStructuredAndRecord:
         assert tool_result_structured(CallToolResult(content=[TextContent(text="[1, 2]")])) is None
         assert tool_result_structured(CallToolResult(content=[TextContent(text="{broken")])) is None
 
-    def test_record_keeps_everything_and_is_json(self) -> None:
+    def test_record_keeps_a_small_result_whole_and_is_json(self) -> None:
         result = CallToolResult(
             content=[TextContent(text="t"), ImageContent(data=PNG, mime_type="image/png")],
             structured_content={"k": [1, 2]},
             is_error=True,
         )
-        record = json.loads(json.dumps(tool_result_record(result)))
+        record = json.loads(json.dumps(tool_result_record(result, max_chars=10_000)))
         assert record == {
             "content": [
                 {"type": "text", "text": "t"},
@@ -98,3 +98,57 @@ class TestStructuredAndRecord:
             "structured_content": {"k": [1, 2]},
             "is_error": True,
         }
+
+
+class TestBigResults:
+    """A result is stored once, capped at the ledger's limit, with a note of what was cut."""
+
+    LIMIT = 100_000
+
+    def _structured_twice(self, size: int) -> CallToolResult:
+        # What MCP servers send for structured output: the object, and its JSON as text.
+        data = {"lines": ["caddy: served a request in 3 ms"] * (size // 36)}
+        return CallToolResult(content=[TextContent(text=json.dumps(data))], structured_content=data)
+
+    def test_structured_output_sent_twice_is_stored_once_and_capped(self) -> None:
+        result = self._structured_twice(3_000_000)
+        total = len(result.content[0].text)
+
+        record = tool_result_record(result, max_chars=self.LIMIT)
+
+        stored = json.dumps(record)
+        # The limit counts the text's characters; JSON escapes its quotes when the row is written.
+        assert len(stored) < self.LIMIT * 1.2, f"{len(stored):,} characters stored"
+        assert len(record["content"][0]["text"]) < self.LIMIT + 300
+        assert "structured_content" not in record
+        assert "structured_content and as its JSON in the text content" in record["structured_content_omitted"]
+        text = record["content"][0]["text"]
+        assert text.startswith('{"lines": ["caddy') and text.endswith('3 ms"]}')
+        assert f"the ledger keeps {self.LIMIT:,} of {total:,} characters" in text
+        assert record["cut"] == {"total_chars": total, "cut_chars": total - self.LIMIT, "limit_chars": self.LIMIT}
+
+    def test_a_small_result_is_kept_whole_with_its_structured_content(self) -> None:
+        result = self._structured_twice(2_000)
+        record = tool_result_record(result, max_chars=self.LIMIT)
+        assert record["structured_content"] == result.structured_content
+        assert record["content"][0]["text"] == result.content[0].text
+        assert "cut" not in record
+
+    def test_structured_content_without_text_is_the_copy_kept_capped_as_json_text(self) -> None:
+        data = {"lines": ["x" * 100] * 5_000}
+        record = tool_result_record(CallToolResult(content=[], structured_content=data), max_chars=self.LIMIT)
+        assert "structured_content" not in record
+        assert record["content"][0]["text"].startswith('{"lines": ["xxx')
+        assert record["cut"]["cut_chars"] > 0
+
+    def test_an_image_over_the_cap_is_replaced_by_a_note(self) -> None:
+        image = ImageContent(data="A" * 200_000, mime_type="image/png")
+        record = tool_result_record(CallToolResult(content=[TextContent(text="a chart"), image]), max_chars=self.LIMIT)
+        assert record["content"][0] == {"type": "text", "text": "a chart"}
+        assert record["content"][1]["type"] == "image" and "200,000 characters over" in record["content"][1]["omitted"]
+
+    def test_structured_for_approvals_is_kept_for_small_results_only(self) -> None:
+        assert tool_result_structured(self._structured_twice(2_000)) is not None
+        assert tool_result_structured(self._structured_twice(3_000_000)) is None
+        big_text = json.dumps({"lines": ["y" * 100] * 2_000})
+        assert tool_result_structured(CallToolResult(content=[TextContent(text=big_text)])) is None

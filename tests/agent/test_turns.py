@@ -17,7 +17,7 @@ from agent.models import Activity, AgentSession, Message, Turn
 from agent.tools import ToolHub
 from tests.agent.conftest import ask, turn_collect
 from tests.fakes import FakeAnthropic, Reply, text, tool_use
-from tests.fakes.mcp_servers import MCPTestServer
+from tests.fakes.mcp_servers import SLOW_IN_FLIGHT, MCPTestServer
 from tests.fakes.scripted_models import DegradedInvestigator, last_tool_results, offered_tool, tool_result_text
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -347,16 +347,16 @@ class TestFailures:
         assert _done(events).status == "done" and not llm.rejections
 
     async def test_cancel_during_a_tool_call_answers_it_and_logs_it(self, llm: FakeAnthropic, hub: ToolHub) -> None:
-        llm.enqueue(Reply.tool_use("mcp__oikos__slow", {"seconds": 10}), Reply.text("Next answer."))
+        llm.enqueue(Reply.tool_use("mcp__oikos__slow", {"seconds": 10, "label": "cancel"}), Reply.text("Next answer."))
         handle = await turn_start(text="slow probe", actor="operator:test", origin="test", hub=hub)
         async for event in handle.events():
             if isinstance(event, ToolUse):
-                await asyncio.sleep(0.2)
+                await asyncio.to_thread(SLOW_IN_FLIGHT.wait, "cancel")
                 handle.cancel()
         messages = await _messages(handle.session_id)
         assert messages[-1].content[0]["type"] == "tool_result" and messages[-1].content[0]["is_error"]
         (row,) = await _ledger(handle.turn_id)
-        assert row.is_error and row.result == {"error": "cancelled"}
+        assert (row.state, row.is_error, row.result["error"]["kind"]) == ("unknown", True, "cancelled")
         _, events = await ask("next?", hub, session_id=handle.session_id)
         assert _done(events).status == "done" and not llm.rejections
 

@@ -9,7 +9,7 @@ from channels.db import database_sync_to_async
 from channels.layers import BaseChannelLayer
 from django.utils import timezone
 
-from agent.models import Turn
+from agent.models import Activity, AgentSession, Message, Turn
 from controlroom import fragments, selectors
 from controlroom.transcript import ApprovalItem, NoticeItem, TextItem, ToolItem, TurnView, turn_view_replay
 from oikos_sim.server import RunningSim
@@ -141,3 +141,80 @@ def test_each_question_names_who_asked_it(actor: str, shown: str) -> None:
     view = turn_view_replay({**START, "actor": actor}, [])
     assert view.asked_by == actor
     assert f'<span class="speaker">{shown}</span>' in fragments.turn_html(view, {})
+
+
+def test_a_call_cut_off_in_flight_shows_outcome_unknown_not_failed() -> None:
+    view = turn_view_replay(
+        START,
+        [
+            {
+                "type": "tool_use",
+                "id": "t1",
+                "name": "mcp__oikos__request_execution",
+                "server": "oikos",
+                "tool": "request_execution",
+                "input": {"target": "service:caddy", "action": "restart"},
+            },
+            {
+                "type": "tool_result",
+                "tool_use_id": "t1",
+                "is_error": True,
+                "state": "unknown",
+                "duration_ms": 900,
+                "content": "Outcome unknown: cancelled by the operator while the call was in flight. It may have run.",
+            },
+        ],
+    )
+
+    html = fragments.turn_html(view, {})
+
+    assert 'class="chip chip-unknown"' in html and "chip-error" not in html
+    assert "outcome unknown · may have run" in html
+    assert "it may have run. Check before retrying it." in html
+
+
+def test_a_plain_error_still_shows_as_an_error() -> None:
+    view = turn_view_replay(
+        START,
+        [
+            {
+                "type": "tool_use",
+                "id": "t1",
+                "name": "mcp__oikos__fail",
+                "server": "oikos",
+                "tool": "fail",
+                "input": {},
+            },
+            {"type": "tool_result", "tool_use_id": "t1", "is_error": True, "state": "error", "content": "no"},
+        ],
+    )
+    html = fragments.turn_html(view, {})
+    assert 'class="chip chip-error"' in html and "outcome unknown" not in html
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_started_row_of_a_turn_that_ended_reads_as_outcome_unknown() -> None:
+    @database_sync_to_async
+    def crashed() -> object:
+        session = AgentSession.objects.create(actor="operator:test")
+        turn = Turn.objects.create(session=session, actor="operator:test", status="interrupted")
+        Message.objects.create(session=session, turn=turn, role="user", content=[{"type": "text", "text": "go"}])
+        block = {"type": "tool_use", "id": "toolu_1", "name": "mcp__oikos__request_execution", "input": {}}
+        Message.objects.create(session=session, turn=turn, role="assistant", content=[block])
+        Activity.objects.create(
+            correlation_id=turn.pk,
+            session=session,
+            actor="operator:test",
+            tool_use_id="toolu_1",
+            server="oikos",
+            tool="request_execution",
+            state="started",
+            started_at=timezone.now(),
+        )
+        return session.pk
+
+    [view] = await _views(await crashed())
+
+    tool = view.items[0]
+    assert isinstance(tool, ToolItem) and tool.state == "unknown"
+    assert 'class="chip chip-unknown"' in fragments.turn_html(view, {})

@@ -15,7 +15,7 @@ from pytest_django.fixtures import Settings
 
 from agent import services
 from agent.llm import NOT_CONFIGURED_MESSAGE
-from agent.models import AgentSession, Turn
+from agent.models import Activity, AgentSession, Turn
 from controlroom.dom import dom_key
 from controlroom.models import ApprovalDecision
 from oikos_sim.server import RunningSim
@@ -238,3 +238,41 @@ async def test_without_htmx_the_forms_still_work_as_plain_posts(
     assert (await _turn_finished(turn.id)).status == "done"
     page = (await client.get(asked["Location"])).content.decode()
     assert "<p>Plain and simple.</p>" in page
+
+
+def test_the_ledger_shows_outcome_unknown_apart_from_errors_and_filters_by_state(client: Client) -> None:
+    session = AgentSession.objects.create(actor="operator:test", title="ledger states")
+    finished = Turn.objects.create(session=session, actor="operator:test", status="interrupted")
+    running = Turn.objects.create(session=session, actor="operator:test")
+    started = timezone.now() - datetime.timedelta(minutes=5)
+    for index, (turn, tool, state) in enumerate(
+        [
+            (finished, "get_health_summary", "ok"),
+            (finished, "tail_log", "error"),
+            (finished, "request_execution", "unknown"),
+            (finished, "ping_service", "started"),  # left by a crash: shown as unknown
+            (running, "get_entity", "started"),  # really in flight
+        ]
+    ):
+        Activity.objects.create(
+            correlation_id=turn.pk,
+            session=session,
+            actor="operator:test",
+            tool_use_id=f"toolu_{index}",
+            server="oikos",
+            tool=tool,
+            state=state,
+            is_error=state in ("error", "unknown"),
+            started_at=started + datetime.timedelta(seconds=index),
+        )
+
+    def tools(query: str) -> list[str]:
+        html = client.get(f"/ui/ledger/{query}").content.decode()
+        return sorted(tool for tool in Activity.objects.values_list("tool", flat=True) if f">{tool}</span>" in html)
+
+    html = client.get("/ui/ledger/").content.decode()
+    assert html.count(">outcome unknown</span>") == 2 and html.count(">in flight</span>") == 1
+    assert html.count(">error</span>") == 1
+    assert tools("?state=unknown") == ["ping_service", "request_execution"]
+    assert tools("?state=started") == ["get_entity"]
+    assert tools("?only_errors=1") == ["ping_service", "request_execution", "tail_log"]

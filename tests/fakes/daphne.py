@@ -23,7 +23,8 @@ How it works, and why:
   developer's shell leaks in. `REDIS_URL` is kept, so CI runs the server on the Redis channel layer.
 - Daphne's output (access log included) goes to a file; `log()` returns it, and a failed start
   raises with it.
-- `stop()` sends SIGTERM and waits (then SIGKILL); the fixture stops every server it started.
+- `stop()` sends SIGTERM and waits (then SIGKILL), `kill()` sends SIGKILL; the fixture stops every
+  server it started.
 """
 
 from __future__ import annotations

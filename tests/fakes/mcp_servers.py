@@ -8,8 +8,11 @@ Tools:
 - `get_blast_radius(slug, depth=3)` — dependants of an entity by depth; unknown slug → `ToolError`.
 - `get_entity(slug)` — one entity as structured output.
 - `render_topology()` — a tiny PNG image.
-- `slow(seconds, label)` — sleeps, returns wall-clock start/end so tests can prove overlap.
+- `slow(seconds, label)` — sleeps, returns wall-clock start/end so tests can prove overlap; while it
+  sleeps its label is in `SLOW_IN_FLIGHT`, so a test can await "the call is in flight now".
 - `big(size_bytes)` — exactly that many bytes of ASCII text.
+- `big_json(size_bytes)` — about that many bytes of JSON, as structured output: the SDK sends it
+  twice, as `structured_content` and as its serialization in a text block (what Oikos's tools do).
 - `echo(text)` — returns the text unchanged.
 - `fail(message)` — raises `ToolError(message)`.
 - `whoami()` — the caller: the bearer token's identity over HTTP, `$MINI_OIKOS_ACTOR` over stdio.
@@ -83,6 +86,33 @@ def _blast_radius(slug: str, depth: int) -> list[dict[str, Any]]:
     return found
 
 
+class InFlight:
+    """The labels of the `slow` calls this process's servers are running now (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._labels: list[str] = []
+
+    def enter(self, label: str) -> None:
+        with self._changed:
+            self._labels.append(label)
+            self._changed.notify_all()
+
+    def leave(self, label: str) -> None:
+        with self._changed:
+            self._labels.remove(label)
+            self._changed.notify_all()
+
+    def wait(self, label: str, timeout: float = 20.0) -> None:
+        """Return once a `slow` call labelled `label` is running; raise after `timeout` seconds."""
+        with self._changed:
+            if not self._changed.wait_for(lambda: label in self._labels, timeout=timeout):
+                raise TimeoutError(f"no slow({label!r}) call started within {timeout:g} s")
+
+
+SLOW_IN_FLIGHT = InFlight()
+
+
 def build_mini_oikos(*, token: str | None = None, stdio: bool = False) -> MCPServer:
     """A fresh `MCPServer` with the mini Oikos tools; with `token`, HTTP requests need that bearer.
 
@@ -125,7 +155,11 @@ def build_mini_oikos(*, token: str | None = None, stdio: bool = False) -> MCPSer
     async def slow(seconds: float, label: str = "") -> dict[str, Any]:
         """Sleep for `seconds`, then report when the sleep started and ended (wall clock)."""
         started_at = time.time()
-        await anyio.sleep(seconds)
+        SLOW_IN_FLIGHT.enter(label)
+        try:
+            await anyio.sleep(seconds)
+        finally:
+            SLOW_IN_FLIGHT.leave(label)
         return {"label": label, "started_at": started_at, "finished_at": time.time()}
 
     @server.tool(annotations=READ_ONLY, structured_output=False)
@@ -133,6 +167,12 @@ def build_mini_oikos(*, token: str | None = None, stdio: bool = False) -> MCPSer
         """Exactly `size_bytes` bytes of ASCII text."""
         line = "0123456789abcdef" * 4 + "\n"
         return (line * (size_bytes // len(line) + 1))[:size_bytes]
+
+    @server.tool(annotations=READ_ONLY)
+    def big_json(size_bytes: int) -> dict[str, Any]:
+        """About `size_bytes` bytes of JSON: a list of log lines."""
+        line = "2026-11-02T10:00:00Z caddy: served a request in 3 ms"
+        return {"lines": [line] * max(size_bytes // (len(line) + 8), 1)}
 
     @server.tool(annotations=READ_ONLY, structured_output=False)
     def echo(text: str) -> str:

@@ -148,7 +148,10 @@ class TextPrinter(Printer):
             arguments = json.dumps(call.input, ensure_ascii=False) if call else "{}"
             if len(arguments) > 120:
                 arguments = arguments[:117] + "..."
-            outcome = "error: " + _first_line(event.content) if event.is_error else "ok"
+            if event.state == "unknown":
+                outcome = "outcome unknown (it may have run): " + _first_line(event.content)
+            else:
+                outcome = "error: " + _first_line(event.content) if event.is_error else "ok"
             self._write(self.err, f"[tool] {where} {arguments} -> {outcome} ({event.duration_ms} ms)\n")
         elif isinstance(event, Approval):
             self._write(

@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('agent', '0002_tool_catalog'),
+        ('agent', '0003_activity_state'),
     ]
 
     operations = [
