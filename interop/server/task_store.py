@@ -137,7 +137,7 @@ def tasks_settle(*, task_id: str | None = None, owner: str | None = None) -> int
         return 0
     settled = 0
     with transaction.atomic():
-        for row in open_rows.select_for_update().select_related("turn"):
+        for row in open_rows.select_for_update(of=("self",)).select_related("turn"):
             assert row.turn is not None
             state, text = SETTLED_BY_TURN[Turn.Status(row.turn.status)]
             task = _task(row.data)
