@@ -9,6 +9,7 @@ plain HTTP, and the official MCP client driving `manage.py mcp_serve`. The model
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sqlite3
 import sys
@@ -184,6 +185,14 @@ async def test_cancel_task_on_process_b_stops_the_turn_on_process_a_for_good(
         assert state_of(sent[-1]) == TaskState.TASK_STATE_CANCELED
         assert state_of(followed[-1]) == TaskState.TASK_STATE_CANCELED
         assert all(state_of(response) != TaskState.TASK_STATE_COMPLETED for response in sent + followed)
+        # What the model had said before the cancel stays in the session.
+        [(content,)] = database_rows(
+            process_a.env["DATABASE_URL"],
+            "select content from agent_messages where turn_id = ? and role = 'assistant'",
+            turn_id.replace("-", ""),
+        )
+        partial = json.loads(content)[0]["text"]
+        assert partial and PARTIAL.startswith(partial)
 
         # The same context takes its next message at once, on either process.
         peer_llm.enqueue(Reply.text("Here is the short version."))
