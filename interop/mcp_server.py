@@ -8,6 +8,11 @@ break the schema are a JSON-RPC `invalid_params` error, as `garra_ask` does it.
 
 The peer's name is `--peer`, else the name the client gives in `initialize`. A turn started here can
 never call that peer back (the depth guard), and `session_id` continues only sessions of that peer.
+
+A client that cancels the call (MCP `notifications/cancelled`, which the SDK's client sends when the
+caller's cancel scope ends the request) cancels the turn: the SDK's server cancels the handler's
+scope, and `hermes_ask` passes that on to the turn (which runs in a task of its own) and waits for
+it to stop, so the turn ends `cancelled` with its partial answer kept.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import time
 import uuid
 from typing import Any
 
+import anyio
 from channels.db import database_sync_to_async
 from django.conf import settings
 from mcp import MCPError
@@ -129,7 +135,14 @@ async def hermes_ask(arguments: dict[str, Any], *, peer: str) -> CallToolResult:
         )
     except TurnRejected as rejected:
         return _failure(rejected.code, rejected.message)
-    answer = await turn_answer(handle)
+    try:
+        answer = await turn_answer(handle)
+    except anyio.get_cancelled_exc_class():
+        handle.cancel()
+        # The handler's scope stays cancelled: only a shielded scope can wait for the turn to end.
+        with anyio.CancelScope(shield=True):
+            await handle.wait()
+        raise
     ids = {"session_id": str(handle.session_id), "turn_id": str(handle.turn_id)}
     if answer.status != "done":
         return _failure(answer.error_code or answer.status, answer.error or f"the turn ended {answer.status}", **ids)

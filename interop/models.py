@@ -122,6 +122,11 @@ class A2ATask(models.Model):
     context_id = models.CharField(max_length=200)
     state = models.CharField(max_length=40)
     data = models.JSONField()
+    # Counts the writes to the task (the SDK's `TaskVersion`): a writer holding an older version
+    # loses, so a task cancelled or settled by one process is never overwritten by another.
+    version = models.PositiveIntegerField(default=0)
+    # The Hermes turn answering the task's message: a task whose turn stopped reads as terminal.
+    turn = models.ForeignKey(Turn, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

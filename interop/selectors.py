@@ -5,8 +5,16 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from agent.models import AgentSession
+from agent.models import AgentSession, Turn
 from interop.models import PeerConversation, PeerExchange
+
+# An exchange still open although its turn ended (cancelled from another process, a crash):
+# (state, error) it reads as, from the turn's status.
+EXCHANGE_END_BY_TURN = {
+    Turn.Status.CANCELLED: ("canceled", "cancelled"),
+    Turn.Status.INTERRUPTED: ("failed", "the Hermes process answering it stopped before it finished"),
+    Turn.Status.ERROR: ("failed", "the turn failed"),
+}
 
 
 @dataclass(frozen=True)
@@ -34,17 +42,22 @@ def inbound_last_exchange(*, peer: str, dialect: str, external_id: str) -> Excha
     ).first()
     if conversation is None:
         return None
-    exchange = PeerExchange.objects.filter(conversation=conversation).order_by("started_at", "id").last()
+    exchanges = PeerExchange.objects.filter(conversation=conversation).select_related("turn")
+    exchange = exchanges.order_by("started_at", "id").last()
     if exchange is None:
         return None
+    state, error = exchange.state, exchange.error
+    if exchange.finished_at is None and exchange.turn is not None and exchange.turn.status in EXCHANGE_END_BY_TURN:
+        state, fallback = EXCHANGE_END_BY_TURN[Turn.Status(exchange.turn.status)]
+        error = exchange.turn.error or fallback
     return ExchangeView(
         conversation_id=conversation.pk,
         session_id=conversation.session_id,
         turns=conversation.turns,
         message=exchange.message,
         reply=exchange.reply,
-        state=exchange.state,
-        error=exchange.error,
+        state=state,
+        error=error,
         turn_id=exchange.turn_id,
     )
 

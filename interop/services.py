@@ -15,8 +15,10 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.utils import timezone
 
+from agent.models import Turn
 from interop.models import PairingToken, PeerConversation, PeerExchange
 from interop.peers import PEER_NAME
+from interop.selectors import EXCHANGE_END_BY_TURN
 
 TOKEN_PREFIX = "hat"
 Direction = PeerConversation.Direction
@@ -131,6 +133,28 @@ def conversations_stop(*, conversation_ids: Iterable[uuid.UUID], reason: str) ->
     )
 
 
+# The turn ended and its process died before recording the answer.
+_EXCHANGE_END_BY_TURN = {**EXCHANGE_END_BY_TURN, Turn.Status.DONE: ("failed", "the answer was not recorded")}
+
+
+def _exchanges_settle(conversation: PeerConversation, *, starting_grace: float) -> bool:
+    """Close the conversation's open exchanges whose turn has ended; whether one is still answering."""
+    busy = False
+    now = timezone.now()
+    for exchange in conversation.exchanges.filter(finished_at__isnull=True).select_related("turn"):
+        if exchange.turn is None:
+            if exchange.started_at >= now - datetime.timedelta(seconds=starting_grace):
+                busy = True
+            else:
+                exchange_finish(exchange_id=exchange.pk, state="error", error="the turn never started")
+        elif exchange.turn.status == Turn.Status.RUNNING:
+            busy = True
+        else:
+            state, error = _EXCHANGE_END_BY_TURN[Turn.Status(exchange.turn.status)]
+            exchange_finish(exchange_id=exchange.pk, state=state, error=exchange.turn.error or error)
+    return busy
+
+
 @transaction.atomic
 def inbound_exchange_begin(
     *,
@@ -141,11 +165,14 @@ def inbound_exchange_begin(
     max_turns: int,
     rate_limit: int,
     window: float,
-    busy_after: float,
+    starting_grace: float,
 ) -> ExchangeBegun:
     """Accept one message of a peer's conversation, or raise `ConversationRefused`.
 
-    `busy_after` is how long an unfinished exchange blocks the next one (a turn still running).
+    The conversation is busy while the Hermes turn answering its previous message runs, or — for at
+    most `starting_grace` seconds — while that turn is being started. A previous message whose turn
+    stopped without closing it (a cancel from another process, a crash) is closed here from its
+    turn's status, so a cancelled or interrupted conversation takes the next message at once.
     """
     conversation, _ = PeerConversation.objects.select_for_update().get_or_create(
         direction=Direction.INBOUND, peer=peer, dialect=dialect, external_id=external_id
@@ -155,8 +182,7 @@ def inbound_exchange_begin(
     if conversation.turns >= max_turns:
         _stop(conversation, "turn_cap")
         raise ConversationRefused("turn_cap", f"this conversation reached its cap of {max_turns} turns")
-    since = timezone.now() - datetime.timedelta(seconds=busy_after)
-    if conversation.exchanges.filter(finished_at__isnull=True, started_at__gte=since).exists():
+    if _exchanges_settle(conversation, starting_grace=starting_grace):
         raise ConversationRefused("busy", "the previous message of this conversation is still being answered")
     _rate_check(peer=peer, direction=Direction.INBOUND, limit=rate_limit, window=window)
     exchange = PeerExchange.objects.create(

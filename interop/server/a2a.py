@@ -5,20 +5,29 @@ The SDK owns the protocol — task ids, terminal tasks staying immutable, stream
 only plugs Hermes in: `HermesExecutor` runs each message as a turn of the conversation its
 `contextId` names (`interop.server.conversation`), and the caller is the peer whose pairing token
 `PeerAuthMiddleware` accepted, which also scopes the task store to that peer.
+
+Several Hermes processes serve one set of tasks (the SDK's cluster mode, `interop.server.task_store`):
+CancelTask on a process that does not run the task records CANCELED in the shared store, and
+`HermesRequestHandler` then stops the Hermes turn behind it through the channel layer, in whichever
+process runs it, and answers once it has stopped; SubscribeToTask there follows the stored task to
+its end.
 """
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from a2a.auth.user import User
 from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.context import ServerCallContext
 from a2a.server.events import EventQueue
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.request_handlers.response_helpers import agent_card_to_dict
 from a2a.server.routes import DefaultServerCallContextBuilder, create_jsonrpc_routes, create_rest_routes
 from a2a.server.tasks import TaskUpdater
-from a2a.types import Part, Task, TaskState, TaskStatus
+from a2a.types import CancelTaskRequest, Part, Task, TaskState, TaskStatus
+from channels.db import database_sync_to_async
 from django.conf import settings
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -26,8 +35,8 @@ from starlette.routing import BaseRoute, Route
 
 from interop.server.auth import PEER_SCOPE_KEY
 from interop.server.card import JSONRPC_PATH, REST_PREFIX, a2a_card, card_base_url
-from interop.server.conversation import ConversationRefused, InboundRejected, inbound_turn
-from interop.server.task_store import DatabaseTaskStore
+from interop.server.conversation import ConversationRefused, InboundRejected, inbound_cancel, inbound_turn
+from interop.server.task_store import DatabaseTaskEventStream, DatabaseTaskStore, task_turn_attach, task_turn_id
 
 DIALECT = "a2a"
 
@@ -65,9 +74,15 @@ class HermesExecutor(AgentExecutor):
             await event_queue.enqueue_event(submitted)
         await updater.start_work()
         peer = context.call_context.user.user_name
+
+        async def started(turn_id: uuid.UUID) -> bool:
+            # From here on a cancel from any process finds the turn; one that came before is obeyed now.
+            state = await database_sync_to_async(task_turn_attach)(task_id=task_id, turn_id=turn_id)
+            return state != TaskState.Name(TaskState.TASK_STATE_CANCELED)
+
         try:
             reply = await inbound_turn(
-                peer=peer, dialect=DIALECT, external_id=context_id, text=context.get_user_input()
+                peer=peer, dialect=DIALECT, external_id=context_id, text=context.get_user_input(), on_start=started
             )
         except (ConversationRefused, InboundRejected) as refused:
             await updater.reject(message=updater.new_agent_message([Part(text=refused.message)]))
@@ -89,6 +104,23 @@ class HermesExecutor(AgentExecutor):
         await updater.cancel(message=updater.new_agent_message([Part(text="Cancelled by the peer.")]))
 
 
+class HermesRequestHandler(DefaultRequestHandler):
+    """The SDK's handler, with a CancelTask that stops the Hermes turn wherever it runs.
+
+    For a task this process runs, the SDK cancels `HermesExecutor.execute` and the turn with it. For
+    one running in another process it only records CANCELED in the shared store (the owner would
+    notice at its next write, when the turn is over): so the turn is stopped here through the channel
+    layer, and the answer waits until it has stopped, so the context takes its next message at once.
+    """
+
+    async def on_cancel_task(self, params: CancelTaskRequest, context: ServerCallContext) -> Task | None:
+        task = await super().on_cancel_task(params, context)
+        turn_id = await database_sync_to_async(task_turn_id)(task_id=params.id)
+        if turn_id is not None:
+            await inbound_cancel(turn_id)
+        return task
+
+
 async def agent_card(request: Request) -> JSONResponse:
     return JSONResponse(agent_card_to_dict(a2a_card(card_base_url(request))))
 
@@ -97,7 +129,12 @@ def a2a_routes() -> list[BaseRoute]:
     """The card, JSON-RPC and HTTP+JSON routes, over one request handler and the database task store."""
     # The handler reads capabilities (streaming) from this card; the URLs in it do not matter.
     card = a2a_card(settings.HERMES_A2A_PUBLIC_URL.rstrip("/") or "http://localhost")
-    handler = DefaultRequestHandler(agent_executor=HermesExecutor(), task_store=DatabaseTaskStore(), agent_card=card)
+    handler = HermesRequestHandler(
+        agent_executor=HermesExecutor(),
+        task_store=DatabaseTaskStore(),
+        agent_card=card,
+        event_stream=DatabaseTaskEventStream(),
+    )
     context_builder = PeerContextBuilder()
     return [
         Route("/.well-known/agent-card.json", agent_card, methods=["GET"]),
@@ -106,4 +143,4 @@ def a2a_routes() -> list[BaseRoute]:
     ]
 
 
-__all__ = ["HermesExecutor", "a2a_routes"]
+__all__ = ["HermesExecutor", "HermesRequestHandler", "a2a_routes"]

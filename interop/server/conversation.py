@@ -7,7 +7,9 @@ and is refused outright when the conversation is closed, over its turn cap, stil
 previous message, or the peer is over its rate window.
 
 Turns run in this process's turn registry (`agent.live`): the control room shows them live, and
-a cancel reaches the turn in whichever process runs it.
+a cancel reaches the turn in whichever process runs it. "Still answering" means the conversation's
+Hermes turn is running (its row says so), not that a message arrived recently: a cancelled or
+interrupted turn frees its conversation at once.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import asyncio
 import dataclasses
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from channels.db import database_sync_to_async
@@ -24,11 +27,21 @@ from django.conf import settings
 from agent.engine.budgets import Budgets
 from agent.engine.runner import TurnHandle, TurnRejected, turn_start
 from agent.live import turn_registry
+from agent.selectors import turn_status
 from interop import services
 from interop.services import ConversationRefused
 from interop.turns import turn_answer
 
 TURN_STATES = {"done": "completed", "cancelled": "canceled"}
+# A message whose turn has not started yet (it is being set up) keeps the conversation busy this long
+# at most; past that its process died before the turn began.
+STARTING_GRACE_SECONDS = 30.0
+# How long a cancel waits for the turn to have stopped before it answers anyway.
+CANCEL_WAIT_SECONDS = 5.0
+CANCEL_POLL_SECONDS = 0.1
+
+# Called with the turn's id once it runs; answering False cancels it (its task was cancelled first).
+TurnStarted = Callable[[uuid.UUID], Awaitable[bool]]
 
 
 @dataclass(frozen=True)
@@ -56,7 +69,9 @@ def inbound_budgets() -> Budgets:
     return dataclasses.replace(budgets, timeout=min(budgets.timeout, settings.HERMES_A2A_SERVER_TURN_TIMEOUT))
 
 
-async def inbound_turn(*, peer: str, dialect: str, external_id: str, text: str) -> InboundReply:
+async def inbound_turn(
+    *, peer: str, dialect: str, external_id: str, text: str, on_start: TurnStarted | None = None
+) -> InboundReply:
     """Run one Hermes turn for a peer's message and return its answer.
 
     Raises `ConversationRefused` (closed, turn cap, busy, rate limited) or `InboundRejected`;
@@ -71,7 +86,7 @@ async def inbound_turn(*, peer: str, dialect: str, external_id: str, text: str) 
         max_turns=settings.HERMES_A2A_SERVER_MAX_TURNS,
         rate_limit=settings.HERMES_A2A_RATE_LIMIT,
         window=settings.HERMES_A2A_RATE_WINDOW,
-        busy_after=settings.HERMES_A2A_SERVER_TURN_TIMEOUT + 60,
+        starting_grace=STARTING_GRACE_SECONDS,
     )
     assert begun.conversation_id is not None
     handle = await _turn_start(peer, text, begun)
@@ -82,6 +97,8 @@ async def inbound_turn(*, peer: str, dialect: str, external_id: str, text: str) 
         turn_id=handle.turn_id,
     )
     try:
+        if on_start is not None and not await on_start(handle.turn_id):
+            handle.cancel()
         answer = await turn_answer(handle)
     except asyncio.CancelledError:
         handle.cancel()
@@ -129,9 +146,22 @@ async def _turn_start(peer: str, text: str, begun: services.ExchangeBegun) -> Tu
     raise AssertionError("unreachable")
 
 
-async def inbound_cancel(turn_id: uuid.UUID) -> None:
-    """Stop the turn answering a conversation, in whichever process runs it."""
+async def inbound_cancel(turn_id: uuid.UUID) -> bool:
+    """Stop the turn answering a conversation, in whichever process runs it, and wait until it has
+    stopped (`CANCEL_WAIT_SECONDS` at most), so that the conversation takes its next message as soon
+    as the cancel is answered. Returns whether the turn is no longer running.
+    """
     await turn_registry().turn_stop(turn_id=turn_id)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + CANCEL_WAIT_SECONDS
+    while True:
+        # The owner marks the turn `cancelled` when its task ends; the row is what every process sees.
+        status = await database_sync_to_async(turn_status)(turn_id=turn_id)
+        if status is None or status.status != "running":
+            return True
+        if loop.time() >= deadline:
+            return False
+        await asyncio.sleep(CANCEL_POLL_SECONDS)
 
 
 __all__ = ["ConversationRefused", "InboundRejected", "InboundReply", "inbound_cancel", "inbound_turn"]

@@ -9,14 +9,19 @@
 - `GET /a2a/tasks/<id>` (404 unknown) and `POST /a2a/tasks/<id>/cancel` (404 unknown, 409 finished).
 
 `status` is only ever `submitted`, `working`, `completed`, `failed` or `canceled`.
+
+GarraIA's client waits for the answer on the `POST` itself, so that connection is the caller: when
+it goes away (the client gave up, was killed, timed out) the turn is cancelled, as a cancel would.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import re
 import uuid
-from typing import Any
+from collections.abc import Awaitable
+from typing import Any, TypeVar
 
 from channels.db import database_sync_to_async
 from django.conf import settings
@@ -34,6 +39,8 @@ TASK_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$")
 STATUS_OF = {"working": "working", "completed": "completed", "canceled": "canceled"}
 REFUSAL_STATUS = {"closed": 409, "turn_cap": 409, "busy": 409, "rate_limited": 429}
 REJECTION_STATUS = {"invalid_message": 400, "message_too_large": 413}
+
+T = TypeVar("T")
 
 
 def _error(status: int, message: str, *, headers: dict[str, str] | None = None) -> JSONResponse:
@@ -74,7 +81,10 @@ async def task_create(request: Request) -> JSONResponse:
         return _error(400, parsed)
     task_id, text = parsed
     try:
-        await inbound_turn(peer=peer, dialect=DIALECT, external_id=task_id, text=text)
+        await _unless_disconnected(request, inbound_turn(peer=peer, dialect=DIALECT, external_id=task_id, text=text))
+    except CallerGone:
+        # Nobody reads this answer; the status is for the access log.
+        return _error(499, "the client disconnected; the turn was cancelled")
     except ConversationRefused as refused:
         headers = {"Retry-After": str(refused.retry_after)} if refused.retry_after else None
         return _error(REFUSAL_STATUS.get(refused.code, 409), refused.message, headers=headers)
@@ -83,6 +93,38 @@ async def task_create(request: Request) -> JSONResponse:
     view = await _task_view(request, task_id)
     assert view is not None
     return JSONResponse(task_json(task_id, view))
+
+
+class CallerGone(Exception):
+    """The client closed the connection its answer was to go back on."""
+
+
+async def _unless_disconnected(request: Request, work: Awaitable[T]) -> T:
+    """Await `work`, cancelling it if the client disconnects first (then raise `CallerGone`).
+
+    Starlette does not watch the connection of a plain endpoint, and the ASGI server only reports
+    the disconnect as an `http.disconnect` message: this listens for it while the turn runs.
+    """
+    running = asyncio.ensure_future(work)
+    gone = asyncio.ensure_future(_disconnect(request))
+    try:
+        await asyncio.wait({running, gone}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        if not running.done():
+            # Cancelling `inbound_turn` cancels the turn and waits for it to stop.
+            running.cancel()
+            await asyncio.gather(running, return_exceptions=True)
+        gone.cancel()
+        await asyncio.gather(gone, return_exceptions=True)
+    if running.cancelled():
+        raise CallerGone
+    return running.result()
+
+
+async def _disconnect(request: Request) -> None:
+    # The body was read already, so the next message is the disconnect.
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
 
 
 async def _task_view(request: Request, task_id: str) -> ExchangeView | None:
@@ -134,6 +176,7 @@ async def task_cancel(request: Request) -> JSONResponse:
         return _error(409, f"task {task_id} already finished ({STATUS_OF.get(view.state, 'failed')})")
     if view.turn_id is None:
         return _error(409, f"task {task_id} is only starting; cancel it again in a moment")
+    # Answered once the turn has stopped, so the same id takes its next message at once.
     await inbound_cancel(view.turn_id)
     cancelled = dataclasses.replace(view, state="canceled", error="cancelled by the peer")
     return JSONResponse(task_json(task_id, cancelled))
