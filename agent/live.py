@@ -47,7 +47,7 @@ from channels.db import database_sync_to_async
 from channels.layers import BaseChannelLayer, get_channel_layer
 from django.utils import timezone
 
-from agent import selectors
+from agent import selectors, services
 from agent.engine.events import Done, Event, TextDelta
 from agent.engine.runner import TurnHandle
 
@@ -151,9 +151,18 @@ class TurnRegistry:
         self._spawn(self._pump(live))
         return handle
 
-    async def turn_stop(self, *, turn_id: uuid.UUID) -> None:
-        """Ask whichever process owns the turn to cancel it (a no-op when it already ended)."""
+    async def turn_stop(self, *, turn_id: uuid.UUID) -> bool:
+        """Ask whichever process owns the turn to cancel it (a no-op when it already ended).
+
+        A turn whose process is gone would never hear it: it is ended here instead, `interrupted`,
+        and True is returned (False: the stop is on its way to the owner).
+        """
+        ended = await database_sync_to_async(services.turns_interrupt_orphaned)()
+        await turns_interrupted_publish(ended)
+        if turn_id in ended:
+            return True
         await self.layer.group_send(turn_group(turn_id), {"type": "turn.stop", "turn_id": str(turn_id)})
+        return False
 
     async def turn_state_request(self, *, turn_id: uuid.UUID, reply_to: str) -> None:
         """Ask the owner of a running turn to send `turn.state` to the channel `reply_to`."""

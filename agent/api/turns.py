@@ -5,11 +5,11 @@ from __future__ import annotations
 from channels.db import database_sync_to_async
 from django.http import HttpRequest, JsonResponse
 
-from agent import selectors, services
+from agent import selectors
 from agent.api.bodies import fields_check, json_object_read, turn_id_parse
 from agent.api.errors import ApiError, api_view
 from agent.api.operator import request_actor
-from agent.live import turn_registry, turns_interrupted_publish
+from agent.live import turn_registry
 from agent.models import Turn
 
 
@@ -25,15 +25,12 @@ async def turn_stop(request: HttpRequest, turn_id: str) -> JsonResponse:
     request_actor(request)
     fields_check(json_object_read(request, empty_ok=True), allowed=())
     parsed = turn_id_parse(turn_id)
-    # A turn whose process is gone would never hear the stop: it is ended here instead.
-    ended = await database_sync_to_async(services.turns_interrupt_orphaned)()
-    await turns_interrupted_publish(ended)
     turn = await database_sync_to_async(selectors.turn_status)(turn_id=parsed)
-    if turn is not None and turn.id in ended:
-        return JsonResponse({"turn_id": parsed, "session_id": turn.session_id, "status": "interrupted"}, status=200)
     if turn is None:
         raise ApiError(404, "turn_not_found", f"There is no turn with id {parsed}.")
     if turn.status != Turn.Status.RUNNING:
         raise ApiError(409, "turn_finished", f"The turn already ended ({turn.status}).", turn_status=turn.status)
-    await turn_registry().turn_stop(turn_id=parsed)
+    if await turn_registry().turn_stop(turn_id=parsed):
+        # Its process is gone: it was ended here and then.
+        return JsonResponse({"turn_id": parsed, "session_id": turn.session_id, "status": "interrupted"}, status=200)
     return JsonResponse({"turn_id": parsed, "session_id": turn.session_id, "status": "stopping"}, status=202)

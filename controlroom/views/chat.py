@@ -13,9 +13,8 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import push_url, reswap, retarget
 
-from agent import services
 from agent.engine.runner import TurnRejected, turn_start
-from agent.live import turn_registry, turns_interrupted_publish
+from agent.live import turn_registry
 from controlroom import selectors
 from controlroom.forms import AskForm
 from controlroom.identity import operator_name, turn_actor
@@ -87,8 +86,6 @@ async def turn_stop(request: HtmxHttpRequest, turn_id: uuid.UUID) -> HttpRespons
     """Stop a running turn, in whichever process runs it (the partial answer is kept)."""
     if operator_name(request) is None:
         return HttpResponseForbidden("No operator identity.")
-    # A turn whose process is gone would never hear the stop: it is ended here instead.
-    await turns_interrupted_publish(await database_sync_to_async(services.turns_interrupt_orphaned)())
     await turn_registry().turn_stop(turn_id=turn_id)
     if not request.htmx:
         return redirect_back(request, "controlroom:home")
