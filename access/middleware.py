@@ -45,9 +45,9 @@ def operator_identity_middleware(get_response: GetResponse) -> Callable[[HttpReq
     if iscoroutinefunction(get_response):
 
         async def middleware_async(request: HttpRequest) -> HttpResponseBase:
-            # `database_sync_to_async` hands the connection back as soon as the operator is known:
-            # held until the response ends, it would stay taken through a whole `/chat` stream or a
-            # slow `/query` tool, and a few hundred of those would starve the connection pool.
+            # `database_sync_to_async` hands the connection back to the pool as soon as the operator
+            # is known: otherwise this request's thread would keep it until the response ends, e.g.
+            # while `/query` waits minutes for a slow tool, and a few dozen of those starve the pool.
             refused = await database_sync_to_async(request_identify)(request)
             if refused is not None:
                 return refused
