@@ -14,6 +14,8 @@ from django.db import OperationalError
 from django.http import JsonResponse
 from psycopg_pool import PoolTimeout
 
+from hermes_site.database import pool_connect_failure
+
 Scope = dict[str, Any]
 
 
@@ -29,10 +31,13 @@ def database_refusal_response(exc: OperationalError) -> JsonResponse:
     """503 for a request the database could not serve; scripts retry on 503.
 
     `database_busy` when every pooled PostgreSQL connection of this process stayed taken for the
-    pool's timeout (the request waited, then gave up: try again shortly), `database_unavailable`
-    when the database itself is not reachable.
+    pool's timeout (the request waited, then gave up: try again shortly); `database_unavailable`
+    when the database is not reachable, with PostgreSQL's reason.
     """
     if isinstance(exc.__cause__, PoolTimeout):
+        failure = pool_connect_failure()
+        if failure is not None:
+            return refusal_response(503, "database_unavailable", f"The database is not reachable: {failure}")
         response = refusal_response(
             503,
             "database_busy",

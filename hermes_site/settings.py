@@ -15,6 +15,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from agent.logs import LOG_FORMATS, logging_config
 from hermes_site.channel_layers import redis_channel_layer
+from hermes_site.database import RecordingConnection
 from hermes_site.environment import (
     env_bool,
     env_choice,
@@ -146,6 +147,8 @@ if _database_url:
         DATABASES["default"].setdefault("OPTIONS", {}).update(_SQLITE_OPTIONS)
     elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
         DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+            # Remembers why the latest connection attempt failed: "database down" is not "busy".
+            "connection_class": RecordingConnection,
             "min_size": HERMES_DB_POOL_MIN,
             "max_size": HERMES_DB_POOL_MAX,
             "timeout": HERMES_DB_POOL_TIMEOUT,

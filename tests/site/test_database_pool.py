@@ -19,6 +19,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx2
 import psycopg
@@ -121,3 +122,20 @@ def _wait_for_a_query_blocked_on_a_lock(database: LiveDatabase, *, within: float
                 return
             time.sleep(0.05)
     raise AssertionError(f"no query of the server waited on the lock within {within:g} s")
+
+
+def test_a_pool_that_cannot_connect_says_the_database_is_unreachable_not_busy(
+    database: LiveDatabase, tmp_path: Path
+) -> None:
+    parts = urlsplit(database.url)
+    missing = LiveDatabase(urlunsplit((parts.scheme, parts.netloc, "/hermes_no_such_database", "", "")))
+    env = {"HERMES_DB_POOL_MAX": "3", "HERMES_DB_POOL_TIMEOUT": "1"}
+    with DaphneServer(database=missing, env=env, log_path=tmp_path / "daphne.log") as hermes:
+        refused = httpx2.get(f"{hermes.url}/sessions", timeout=30)
+        log = hermes.log()
+
+    assert refused.status_code == 503
+    error = refused.json()["error"]
+    assert error["code"] == "database_unavailable"
+    assert 'database "hermes_no_such_database" does not exist' in error["message"]
+    assert "Traceback" not in log
