@@ -13,6 +13,7 @@ from the `postgres` database and is not among them).
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
@@ -28,6 +29,7 @@ import pytest
 from tests.fakes import FakeAnthropic, Reply
 from tests.fakes.chat_load import ConnectionProbe, chat_wave
 from tests.fakes.daphne import DaphneServer, LiveDatabase
+from tests.fakes.subprocesses import clean_environ, manage
 
 POOL_MAX = 4
 CONCURRENT_CHATS = 30
@@ -139,3 +141,21 @@ def test_a_pool_that_cannot_connect_says_the_database_is_unreachable_not_busy(
     assert error["code"] == "database_unavailable"
     assert 'database "hermes_no_such_database" does not exist' in error["message"]
     assert "Traceback" not in log
+
+
+def test_doctor_warns_when_the_pool_does_not_fit_in_postgresql(database: LiveDatabase) -> None:
+    max_connections = int(database.query("SHOW max_connections")[0][0])
+    env = {**clean_environ(), "DATABASE_URL": database.url}
+
+    fitting = _doctor_database_row(env | {"HERMES_DB_POOL_MAX": "10"})
+    too_big = _doctor_database_row(env | {"HERMES_DB_POOL_MAX": str(max_connections)})
+
+    assert fitting["status"] == "ok"
+    assert "up to 11 connections per Hermes process (HERMES_DB_POOL_MAX=10 + 1)" in fitting["detail"]
+    assert too_big["status"] == "warn"
+    assert "lower HERMES_DB_POOL_MAX, run fewer processes or raise PostgreSQL's max_connections" in too_big["detail"]
+
+
+def _doctor_database_row(env: dict[str, str]) -> dict[str, str]:
+    run = manage("doctor", "--timeout", "5", "--json", env=env, timeout=120)
+    return next(row for row in json.loads(run.stdout) if row["name"] == "database")
