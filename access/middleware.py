@@ -17,7 +17,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from asgiref.sync import iscoroutinefunction, sync_to_async
+from asgiref.sync import iscoroutinefunction
+from channels.db import database_sync_to_async
 from django.conf import settings
 from django.contrib.auth.views import redirect_to_login
 from django.db import OperationalError
@@ -33,7 +34,7 @@ from access.identity import (
     identity_is_public,
     proxy_headers_from_request,
 )
-from access.refusals import refusal_response
+from access.refusals import database_refusal_response, refusal_response
 from access.users import operator_user_sync
 
 GetResponse = Callable[[HttpRequest], Any]
@@ -44,7 +45,10 @@ def operator_identity_middleware(get_response: GetResponse) -> Callable[[HttpReq
     if iscoroutinefunction(get_response):
 
         async def middleware_async(request: HttpRequest) -> HttpResponseBase:
-            refused = await sync_to_async(request_identify)(request)
+            # `database_sync_to_async` hands the connection back to the pool as soon as the operator
+            # is known: otherwise this request's thread would keep it until the response ends, e.g.
+            # while `/query` waits minutes for a slow tool, and a few dozen of those starve the pool.
+            refused = await database_sync_to_async(request_identify)(request)
             if refused is not None:
                 return refused
             response: Awaitable[HttpResponseBase] = get_response(request)
@@ -74,7 +78,7 @@ def request_identify(request: HttpRequest) -> HttpResponseBase | None:
         try:
             identity = identity_from_user(request.user)
         except OperationalError as exc:
-            return _database_unavailable(exc)
+            return database_refusal_response(exc)
         if identity is None:
             return _sign_in_required(request)
         request.operator = identity  # type: ignore[attr-defined]
@@ -85,7 +89,7 @@ def request_identify(request: HttpRequest) -> HttpResponseBase | None:
         try:
             user = operator_user_sync(decision)
         except OperationalError as exc:
-            return _database_unavailable(exc)
+            return database_refusal_response(exc)
         if not user.is_active:
             return refusal_response(403, "operator_disabled", f"The operator {user.username!r} is deactivated.")
         request.user = user
@@ -103,7 +107,3 @@ def _sign_in_required(request: HttpRequest) -> HttpResponseBase:
     if wants_page and not request.headers.get("HX-Request"):
         return redirect_to_login(request.get_full_path(), settings.LOGIN_URL)
     return refusal_response(403, "not_signed_in", "Sign in first: this request carries no operator identity.")
-
-
-def _database_unavailable(exc: OperationalError) -> HttpResponseBase:
-    return refusal_response(503, "database_unavailable", f"The database is not reachable: {exc}")

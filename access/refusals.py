@@ -9,7 +9,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from django.conf import settings
+from django.db import OperationalError
 from django.http import JsonResponse
+from psycopg_pool import PoolTimeout
+
+from hermes_site.database import pool_connect_failure
 
 Scope = dict[str, Any]
 
@@ -20,6 +25,28 @@ def refusal_body(code: str, message: str) -> bytes:
 
 def refusal_response(status: int, code: str, message: str) -> JsonResponse:
     return JsonResponse({"error": {"code": code, "message": message}}, status=status)
+
+
+def database_refusal_response(exc: OperationalError) -> JsonResponse:
+    """503 for a request the database could not serve; scripts retry on 503.
+
+    `database_busy` when every pooled PostgreSQL connection of this process stayed taken for the
+    pool's timeout (the request waited, then gave up: try again shortly); `database_unavailable`
+    when the database is not reachable, with PostgreSQL's reason.
+    """
+    if isinstance(exc.__cause__, PoolTimeout):
+        failure = pool_connect_failure()
+        if failure is not None:
+            return refusal_response(503, "database_unavailable", f"The database is not reachable: {failure}")
+        response = refusal_response(
+            503,
+            "database_busy",
+            f"All {settings.HERMES_DB_POOL_MAX} database connections of this Hermes process stayed in use for "
+            f"{settings.HERMES_DB_POOL_TIMEOUT:g} s; try again in a moment.",
+        )
+        response["Retry-After"] = "5"
+        return response
+    return refusal_response(503, "database_unavailable", f"The database is not reachable: {exc}")
 
 
 async def asgi_http_refuse(send: Any, *, status: int, code: str, message: str) -> None:

@@ -15,6 +15,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from agent.logs import LOG_FORMATS, logging_config
 from hermes_site.channel_layers import redis_channel_layer
+from hermes_site.database import RecordingConnection
 from hermes_site.environment import (
     env_bool,
     env_choice,
@@ -120,19 +121,38 @@ _SQLITE_OPTIONS = {
     "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
 }
 
+# PostgreSQL connections come from one pool per process (psycopg_pool, through Django): at most
+# HERMES_DB_POOL_MAX open at once, however many threads and turns ask. Django keeps one connection
+# per thread, and under Daphne every request runs on a thread of its own: persistent per-thread
+# connections (CONN_MAX_AGE) outlived their threads and exhausted PostgreSQL under load. With the
+# pool, CONN_MAX_AGE must be 0: a thread hands its connection back whenever Django closes it
+# (`database_sync_to_async` does so after every call), and the next call takes one from the pool
+# without reconnecting. A caller that finds every connection taken waits HERMES_DB_POOL_TIMEOUT
+# seconds, then fails with `psycopg_pool.PoolTimeout` (an OperationalError): the HTTP API answers
+# that request 503 `database_busy`. Sizing for N processes: README, "Scale-out".
+HERMES_DB_POOL_MIN = env_int("HERMES_DB_POOL_MIN", 2, minimum=0)
+HERMES_DB_POOL_MAX = env_int("HERMES_DB_POOL_MAX", 10, minimum=1)
+HERMES_DB_POOL_TIMEOUT = env_float("HERMES_DB_POOL_TIMEOUT", 10.0, minimum=0.1)
+if HERMES_DB_POOL_MIN > HERMES_DB_POOL_MAX:
+    raise ImproperlyConfigured(
+        f"HERMES_DB_POOL_MIN ({HERMES_DB_POOL_MIN}) must not exceed HERMES_DB_POOL_MAX ({HERMES_DB_POOL_MAX})"
+    )
+
 _database_url = env_str("DATABASE_URL")
 if _database_url:
-    # Persistent connections: a turn makes a dozen short writes, and opening a PostgreSQL
-    # connection for each one costs more than the write itself.
-    DATABASES = {
-        "default": dj_database_url.parse(
-            _database_url,
-            conn_max_age=env_int("HERMES_DB_CONN_MAX_AGE", 60, minimum=0),
-            conn_health_checks=True,
-        )
-    }
+    # Health checks: a pooled connection is tested as it is handed out, so a PostgreSQL restart
+    # costs a reconnect instead of a failed request.
+    DATABASES = {"default": dj_database_url.parse(_database_url, conn_max_age=0, conn_health_checks=True)}
     if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         DATABASES["default"].setdefault("OPTIONS", {}).update(_SQLITE_OPTIONS)
+    elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+        DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+            # Remembers why the latest connection attempt failed: "database down" is not "busy".
+            "connection_class": RecordingConnection,
+            "min_size": HERMES_DB_POOL_MIN,
+            "max_size": HERMES_DB_POOL_MAX,
+            "timeout": HERMES_DB_POOL_TIMEOUT,
+        }
 else:
     DATA_DIR.mkdir(parents=True, exist_ok=True)
     DATABASES = {

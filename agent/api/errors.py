@@ -14,6 +14,8 @@ from django.db import OperationalError
 from django.http import HttpRequest, HttpResponseBase, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
+from access.refusals import database_refusal_response
+
 logger = logging.getLogger(__name__)
 
 AsyncView = Callable[..., Coroutine[Any, Any, HttpResponseBase]]
@@ -39,7 +41,8 @@ def error_response(status: int, code: str, message: str, **extra: Any) -> JsonRe
 
 def api_view(*methods: str) -> Callable[[AsyncView], AsyncView]:
     """An async JSON endpoint: other methods get a JSON 405, `ApiError`s become their response, and
-    an unreachable database a JSON 503 (scripts retry on 503; an HTML 500 page tells them nothing).
+    an unreachable or saturated database a JSON 503 (scripts retry on 503; an HTML 500 page tells them
+    nothing).
 
     CSRF does not apply: these endpoints serve scripts, never a browser form, and they accept only
     `application/json` bodies, which a cross-site page cannot send without a CORS preflight.
@@ -62,7 +65,7 @@ def api_view(*methods: str) -> Callable[[AsyncView], AsyncView]:
                 return error.response()
             except OperationalError as exc:
                 logger.warning("database unavailable during %s %s: %s", request.method, request.path, exc)
-                return error_response(503, "database_unavailable", f"The database is not reachable: {exc}")
+                return database_refusal_response(exc)
 
         return csrf_exempt(endpoint)
 

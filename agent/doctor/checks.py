@@ -110,7 +110,55 @@ async def database_check(seconds: float) -> CheckResult:
     if pending:
         detail = f"{where}: {pending} migration(s) not applied; run `manage.py migrate`"
         return CheckResult("database", Status.FAIL, detail, component.latency_ms)
-    return CheckResult("database", Status.OK, f"{where}: connected, migrations applied", component.latency_ms)
+    detail = f"{where}: connected, migrations applied"
+    if connection.vendor != "postgresql":
+        return CheckResult("database", Status.OK, detail, component.latency_ms)
+    capacity = await database_sync_to_async(_postgres_capacity)()
+    status, note = _pool_sizing(capacity)
+    return CheckResult("database", status, f"{detail}; {note}", component.latency_ms)
+
+
+# Besides its pool, each Hermes process holds one connection of its own: the session-level advisory
+# lock that tells the other processes it is alive.
+PROCESS_DEDICATED_CONNECTIONS = 1
+
+
+@dataclass(frozen=True)
+class PostgresCapacity:
+    max_connections: int
+    reserved: int  # superuser_reserved_connections (+ reserved_connections on PostgreSQL 16+)
+    in_use: int  # every backend of the server right now, this check's included
+
+
+def _postgres_capacity() -> PostgresCapacity:
+    with connections[DEFAULT_DB_ALIAS].cursor() as cursor:
+        cursor.execute(
+            "SELECT current_setting('max_connections')::int, current_setting('superuser_reserved_connections')::int"
+            " + coalesce(current_setting('reserved_connections', true)::int, 0),"
+            " (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend')"
+        )
+        max_connections, reserved, in_use = cursor.fetchone()
+    return PostgresCapacity(max_connections=max_connections, reserved=reserved, in_use=in_use)
+
+
+def _pool_sizing(capacity: PostgresCapacity) -> tuple[Status, str]:
+    """How many Hermes processes of this pool size the server has room for, and whether this one fits now.
+
+    The README's sizing rule: (HERMES_DB_POOL_MAX + 1) x processes <= max_connections - reserved - headroom.
+    """
+    per_process = settings.HERMES_DB_POOL_MAX + PROCESS_DEDICATED_CONNECTIONS
+    usable = capacity.max_connections - capacity.reserved
+    free = usable - capacity.in_use
+    note = (
+        f"up to {per_process} connections per Hermes process (HERMES_DB_POOL_MAX={settings.HERMES_DB_POOL_MAX} + 1); "
+        f"the server allows {usable} ({capacity.in_use} in use): room for {usable // per_process} such processes"
+    )
+    if free < per_process:
+        return Status.WARN, (
+            f"{note}, but only {free} are free now: lower HERMES_DB_POOL_MAX, run fewer processes "
+            "or raise PostgreSQL's max_connections"
+        )
+    return Status.OK, note
 
 
 def _migrations_pending() -> int:
