@@ -74,7 +74,8 @@ async def test_thirty_concurrent_chats_never_hold_more_connections_than_the_pool
     assert wave.problems() == [], hermes.log()[-3000:]
     assert wave.done == CONCURRENT_CHATS
     assert samples > 10, "the probe hardly sampled the wave"
-    assert 0 < peak <= POOL_MAX, f"the server held {peak} PostgreSQL connections with HERMES_DB_POOL_MAX={POOL_MAX}"
+    # The pool, plus the one connection that holds the process's presence lock (agent.presence).
+    assert 0 < peak <= POOL_MAX + 1, f"the server held {peak} PostgreSQL connections with HERMES_DB_POOL_MAX={POOL_MAX}"
     assert _turns_done(database) - finished_before == CONCURRENT_CHATS
 
 
