@@ -215,12 +215,12 @@ def _advisory_lock_take() -> tuple[int | None, Any]:
         params["application_name"] = "hermes-presence"
         held = psycopg.connect(**params)
         held.execute("SELECT pg_advisory_lock(%s)", (key,))
-    except Exception:
-        # Ownership still works through the other signals; say why it is slower.
+    except Exception as exc:
+        # Ownership still works through the other signals; say why it is slower (one line).
         logger.warning(
-            "Could not take this process's presence lock on PostgreSQL: turns of a crashed process "
-            "on another host are freed by their heartbeat instead",
-            exc_info=True,
+            "Could not take this process's presence lock on PostgreSQL (%s): turns of a crashed "
+            "process on another host are freed by their heartbeat instead",
+            str(exc).strip().splitlines()[0] if str(exc).strip() else exc.__class__.__name__,
         )
         return None, None
     return key, held

@@ -81,10 +81,10 @@ def main() -> None:
         presence.presence_start("web")
         # The main thread becomes the event loop's: it must not keep a database connection.
         connections.close_all()
-    except Exception:
+    except Exception as exc:
         # A database that is not there yet must not keep the server from starting: turns announce
         # the process on first use, and `/healthz` says what is wrong.
-        logger.exception("Could not announce this Hermes process at start-up")
+        logger.warning("Could not announce this Hermes process at start-up: %s", str(exc).strip() or repr(exc))
     HermesCommandLine.entrypoint()
 
 
