@@ -80,7 +80,12 @@ INTERRUPTED_BY_EXIT = "The Hermes process running this turn stopped before it fi
 
 
 def instance_announce(*, role: str, host: str, pid: int, pid_started: str, lock_key: int | None) -> uuid.UUID:
-    """Record a Hermes process that starts; its id then owns the turns it runs."""
+    """Record a Hermes process that starts; its id then owns the turns it runs.
+
+    Rows of processes that stopped cleanly over a day ago go (each `ask` adds one); those of
+    processes that died stay, since only a probe can tell them from living ones, and crashes are rare.
+    """
+    Instance.objects.filter(stopped_at__lt=timezone.now() - datetime.timedelta(days=1)).delete()
     return Instance.objects.create(role=role, host=host, pid=pid, pid_started=pid_started, lock_key=lock_key).pk
 
 

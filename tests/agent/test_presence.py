@@ -121,3 +121,14 @@ def test_on_postgresql_this_process_holds_its_presence_lock() -> None:
     assert mine.lock_key is not None
     assert presence.owners_gone({mine.id}) == (set(), set())
     assert mine.lock_key in presence._advisory_locks_held()
+
+
+@pytest.mark.django_db
+def test_rows_of_processes_that_stopped_long_ago_are_pruned_at_the_next_announcement() -> None:
+    long_ago = instance(pid=1, stopped_at=timezone.now() - datetime.timedelta(days=2))
+    recently = instance(pid=1, stopped_at=timezone.now() - datetime.timedelta(hours=1))
+    crashed = instance(pid=1)
+    services.instance_announce(role="ask", host=presence.host_identity(), pid=2, pid_started="", lock_key=None)
+    left = set(Instance.objects.values_list("id", flat=True))
+    assert long_ago.id not in left
+    assert {recently.id, crashed.id} <= left
