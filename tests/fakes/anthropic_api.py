@@ -267,6 +267,7 @@ class FakeAnthropic:
         body: Any = None
         with contextlib.suppress(ValueError):
             body = json.loads(await request.body())
+        problem: ApiError | None
         if not isinstance(body, dict):
             problem = ApiError(400, "invalid_request_error", "There was an error parsing the body of your request")
         else:

@@ -420,12 +420,9 @@ class TestContextWindow:
     async def test_count_tokens_checks_the_request_like_a_message_request(
         self, fake_llm: FakeAnthropic, client: anthropic.AsyncAnthropic
     ) -> None:
+        unanswered: list[Any] = [*QUESTION, {"role": "assistant", "content": [tool_use_json("toolu_1")]}]
         with pytest.raises(anthropic.BadRequestError, match="tool_use"):
-            await client.messages.count_tokens(
-                model=MODEL,
-                messages=[*QUESTION, {"role": "assistant", "content": [tool_use_json("toolu_1")]}],
-                tools=TOOLS,
-            )
+            await client.messages.count_tokens(model=MODEL, messages=unanswered, tools=TOOLS)
         with pytest.raises(anthropic.NotFoundError):
             await client.messages.count_tokens(model="claude-unknown-9", messages=QUESTION)
         assert fake_llm.token_counts == []
