@@ -13,6 +13,7 @@ from typing import Any
 from django.core.paginator import Paginator
 from django.db.models import Count
 
+from agent.engine.context import SessionContext, StoredMessage
 from agent.models import AgentSession, Message, ToolCatalog, Turn
 
 
@@ -207,3 +208,16 @@ def turn_outcome(*, turn_id: uuid.UUID) -> TurnOutcome | None:
         usage=dict(turn.usage),
         answer_blocks=blocks,
     )
+
+
+def session_context(session: AgentSession) -> SessionContext:
+    """The session's stored messages as the context manager reads them (all of them, oldest first)."""
+    rows = session.messages.order_by("id").values_list("id", "turn_id", "role", "content", "kind", "replaces_through")
+    return SessionContext(
+        messages=[StoredMessage(*row) for row in rows],
+        tool_results_cleared_through=session.tool_results_cleared_through,
+    )
+
+
+def session_context_load(*, session_id: uuid.UUID) -> SessionContext:
+    return session_context(AgentSession.objects.get(pk=session_id))
