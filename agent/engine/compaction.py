@@ -43,7 +43,9 @@ from agent import metrics, selectors, services
 from agent.engine.budgets import Budgets
 from agent.engine.context import (
     CHARS_PER_TOKEN,
+    SUMMARY_HEADER,
     ContextGauge,
+    SessionContext,
     StoredMessage,
     TooLong,
     TurnSpan,
@@ -159,8 +161,8 @@ class ContextKeeper:
         if not compacted:
             if refused is not None:
                 raise ContextFull(
-                    f"{_too_long_text(refused)} Nothing older is left to summarise: this question's own "
-                    "work fills the model's window. Ask a narrower question, or start a new session."
+                    f"{_too_long_text(refused)} Nothing is left to compact: this question alone fills "
+                    "the model's window. Ask a shorter question, or start a new session."
                 )
             return params
         return build()
@@ -225,6 +227,11 @@ class ContextKeeper:
             folded = earlier[: len(earlier) - keep]
             summary, calls = await self._summarise(context.summary, folded)
             replaces_through, summarised = folded[-1].last_id, len(folded)
+            after = self._estimate(_view(context, summary, replaces_through, cleared), fixed_chars)
+        if after > self.threshold and kept and tool_results_uncleared(context, through=kept[-1].id):
+            # Still too big: the running turn's own latest results go too. The model reads the
+            # marker (their size, the ledger) and can narrow its query; failing would help nobody.
+            cleared = kept[-1].id
         if cleared == context.tool_results_cleared_through and not summary:
             return False
         await database_sync_to_async(services.session_compact)(
@@ -360,6 +367,15 @@ def _clear_through(current: TurnSpan | None, kept: list[StoredMessage]) -> int |
 
 def _has_tool_result(content: list[dict[str, Any]]) -> bool:
     return any(block.get("type") == "tool_result" for block in content)
+
+
+def _view(
+    context: SessionContext, summary: str, replaces_through: int | None, cleared: int | None
+) -> list[tuple[str, list[dict[str, Any]]]]:
+    """What the model would be sent after a compaction not saved yet (a summary and a clearing)."""
+    kept = [row for row in context.kept() if replaces_through is None or row.id > replaces_through]
+    history = SessionContext(messages=kept, tool_results_cleared_through=cleared).history()
+    return [("user", [{"type": "text", "text": SUMMARY_HEADER + summary}]), *history]
 
 
 def _spans_history(spans: list[TurnSpan], current: TurnSpan | None) -> list[tuple[str, list[dict[str, Any]]]]:
