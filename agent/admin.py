@@ -124,7 +124,8 @@ class TurnInline(ReadOnlyInline):
 
 class MessageInline(ReadOnlyInline):
     model = Message
-    fields = ("created_at", "role", "rendered")
+    # `kind` marks the summaries written for the model; every message stays listed.
+    fields = ("created_at", "role", "kind", "rendered")
     readonly_fields = fields
     ordering = ["id"]
 
@@ -138,7 +139,18 @@ class AgentSessionAdmin(ReadOnlyAdmin):
     list_display = ["title", "actor", "origin", "created_at", "last_active_at"]
     list_filter = ["origin", "turns__status"]
     search_fields = ["title", "actor"]
-    readonly_fields = ["id", "title", "actor", "origin", "created_at", "last_active_at"]
+    readonly_fields = [
+        "id",
+        "title",
+        "actor",
+        "origin",
+        "created_at",
+        "last_active_at",
+        "context_tokens",
+        "context_window",
+        "compactions",
+        "compacted_at",
+    ]
     inlines = [TurnInline, MessageInline]
 
     def get_search_results(

@@ -37,7 +37,8 @@ TURN_DURATION = Histogram(
 )
 LLM_CALL_DURATION = Histogram(
     "hermes_llm_call_duration_seconds",
-    "Time of one model call, request to the end of its stream, by model and outcome (ok, error, cancelled).",
+    "Time of one model call, request to the end of its stream, by model and outcome (ok, error, cancelled, "
+    "retry, too_long: refused as longer than the window, then compacted and sent again).",
     ["model", "outcome"],
     buckets=(0.25, 0.5, 1, 2, 4, 8, 15, 30, 60, 120, 300),
 )
@@ -63,6 +64,17 @@ APPROVALS_RAISED = Counter(
 )
 APPROVALS_DECIDED = Counter(
     "hermes_approvals_decided", "Approvals decided by operators through Hermes, by decision.", ["decision"]
+)
+CONTEXT_COMPACTIONS = Counter(
+    "hermes_context_compactions",
+    "Compactions of a session's context for the model, by trigger (threshold: before a request; too_long: "
+    "after the API refused one) and kind (cleared: old tool results only; summarised: older turns too).",
+    ["trigger", "kind"],
+)
+CONTEXT_COMPACTION_CALLS = Counter(
+    "hermes_context_compaction_calls",
+    "Model calls spent summarising older turns (their tokens are in hermes_llm_tokens too).",
+    ["model"],
 )
 WEBSOCKETS = Gauge("hermes_websocket_connections", "Websocket connections open on this process.")
 MCP_SERVER_UP = Gauge(
@@ -93,6 +105,14 @@ def llm_call(
         tokens = int((usage or {}).get(field) or 0)
         if tokens > 0:
             LLM_TOKENS.labels(model=model, type=kind).inc(tokens)
+
+
+def context_compacted(*, trigger: str, kind: str) -> None:
+    CONTEXT_COMPACTIONS.labels(trigger=trigger, kind=kind).inc()
+
+
+def context_compaction_call(*, model: str) -> None:
+    CONTEXT_COMPACTION_CALLS.labels(model=model).inc()
 
 
 def tool_call(*, server: str, tool: str, duration_seconds: float, error_kind: str | None = None) -> None:

@@ -22,6 +22,15 @@ class AgentSession(models.Model):
     origin = models.CharField(max_length=20, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     last_active_at = models.DateTimeField(auto_now_add=True)
+    # The context in use: the tokens of the session's last model request plus its answer (what the
+    # next request starts from), and the window of the model it was sent to.
+    context_tokens = models.PositiveIntegerField(default=0)
+    context_window = models.PositiveIntegerField(default=0)
+    # Compaction (agent/engine/compaction.py): how often and when last; tool results in messages up
+    # to this id reach the model cleared (the database keeps them whole).
+    compactions = models.PositiveIntegerField(default=0)
+    compacted_at = models.DateTimeField(null=True, blank=True)
+    tool_results_cleared_through = models.BigIntegerField(null=True, blank=True)
 
     class Meta:
         db_table = "agent_sessions"
@@ -113,11 +122,20 @@ class Message(models.Model):
         USER = "user"
         ASSISTANT = "assistant"
 
+    class Kind(models.TextChoices):
+        MESSAGE = "", "message"
+        # The model's summary of the messages up to `replaces_through`: the model is sent the
+        # latest summary instead of them; people still see every message.
+        SUMMARY = "summary", "summary for the model"
+
     session = models.ForeignKey(AgentSession, on_delete=models.CASCADE, related_name="messages")
     turn = models.ForeignKey(Turn, on_delete=models.CASCADE, related_name="messages", null=True, blank=True)
     role = models.CharField(max_length=10, choices=Role.choices)
     # A list of Anthropic content blocks (text, tool_use, tool_result, image), replayed verbatim.
     content = models.JSONField()
+    kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.MESSAGE, blank=True)
+    # For a summary: the id of the last message it replaces.
+    replaces_through = models.BigIntegerField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -13,6 +13,7 @@ from typing import Any
 from django.core.paginator import Paginator
 from django.db.models import Count
 
+from agent.engine.context import SessionContext, StoredMessage
 from agent.models import AgentSession, Message, ToolCatalog, Turn
 
 
@@ -77,6 +78,23 @@ class MessageRecord:
     role: str
     content: list[dict[str, Any]]
     created_at: datetime.datetime
+    # `summary`: the model's summary of the messages up to `replaces_through` (engine.context).
+    kind: str = ""
+    replaces_through: int | None = None
+
+
+@dataclass(frozen=True)
+class ContextInUse:
+    """How much of the model's window the session fills (as of its last model call), and compactions."""
+
+    tokens: int
+    window: int
+    compactions: int
+    compacted_at: datetime.datetime | None
+
+    @property
+    def percent(self) -> int:
+        return round(100 * self.tokens / self.window) if self.window else 0
 
 
 @dataclass(frozen=True)
@@ -84,6 +102,7 @@ class SessionDetail:
     session: SessionSummary
     turns: list[TurnRecord]
     messages: list[MessageRecord]
+    context: ContextInUse
 
 
 def session_page(*, page: int, page_size: int) -> SessionPage:
@@ -132,10 +151,23 @@ def session_detail(*, session_id: uuid.UUID) -> SessionDetail | None:
             role=message.role,
             content=message.content,
             created_at=message.created_at,
+            kind=message.kind,
+            replaces_through=message.replaces_through,
         )
         for message in Message.objects.filter(session=session).order_by("id")
     ]
-    return SessionDetail(session=_summary(session, len(turns)), turns=turns, messages=messages)
+    return SessionDetail(
+        session=_summary(session, len(turns)), turns=turns, messages=messages, context=session_context_in_use(session)
+    )
+
+
+def session_context_in_use(session: AgentSession) -> ContextInUse:
+    return ContextInUse(
+        tokens=session.context_tokens,
+        window=session.context_window,
+        compactions=session.compactions,
+        compacted_at=session.compacted_at,
+    )
 
 
 @dataclass(frozen=True)
@@ -207,3 +239,16 @@ def turn_outcome(*, turn_id: uuid.UUID) -> TurnOutcome | None:
         usage=dict(turn.usage),
         answer_blocks=blocks,
     )
+
+
+def session_context(session: AgentSession) -> SessionContext:
+    """The session's stored messages as the context manager reads them (all of them, oldest first)."""
+    rows = session.messages.order_by("id").values_list("id", "turn_id", "role", "content", "kind", "replaces_through")
+    return SessionContext(
+        messages=[StoredMessage(*row) for row in rows],
+        tool_results_cleared_through=session.tool_results_cleared_through,
+    )
+
+
+def session_context_load(*, session_id: uuid.UUID) -> SessionContext:
+    return session_context(AgentSession.objects.get(pk=session_id))

@@ -11,11 +11,14 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from agent import presence
+from agent.engine.context import SUMMARY_HEADER
 from agent.engine.history import synthetic_tool_results, tool_uses_unanswered
 from agent.models import Activity, AgentSession, Instance, Message, ToolCatalog, Turn
+from agent.selectors import session_context
 from agent.tools.outcomes import CUTOFF_INTERRUPTED, outcome_unknown_text
 from agent.tools.results import tool_error_record
 
@@ -64,7 +67,9 @@ def _session_repair(session: AgentSession) -> None:
     the ledger rows still `started` become `unknown`. Runs under the session's row lock, with no
     turn of the session running.
     """
-    rows = list(session.messages.order_by("id").values_list("role", "content", "turn_id"))
+    rows = list(
+        session.messages.exclude(kind=Message.Kind.SUMMARY).order_by("id").values_list("role", "content", "turn_id")
+    )
     unanswered = tool_uses_unanswered([(role, content) for role, content, _turn in rows])
     if unanswered:
         Message.objects.create(
@@ -207,10 +212,44 @@ def _turn_begin(
     Message.objects.create(session=session, turn=turn, role=Message.Role.USER, content=[{"type": "text", "text": text}])
     session.last_active_at = now
     session.save(update_fields=["title", "last_active_at"])
-    history = [(role, content) for role, content in session.messages.order_by("id").values_list("role", "content")]
+    # What the model is sent: from the latest summary on, old tool results cleared (engine.context).
+    history = session_context(session).history()
     return TurnBegun(
         session_id=session.pk, turn_id=turn.pk, session_created=created, history=history, interrupted=interrupted
     )
+
+
+def session_compact(
+    *,
+    session_id: uuid.UUID,
+    turn_id: uuid.UUID,
+    tool_results_cleared_through: int | None,
+    summary: str = "",
+    replaces_through: int | None = None,
+) -> None:
+    """Record a compaction: old tool results cleared for the model and/or a summary of older turns.
+
+    Only the model's view changes: every message stays stored as it was. The summary is a user
+    message of the turn that compacted, marked `summary`, standing for every message up to
+    `replaces_through`.
+    """
+    now = timezone.now()
+    with transaction.atomic():
+        if summary:
+            Message.objects.create(
+                session_id=session_id,
+                turn_id=turn_id,
+                role=Message.Role.USER,
+                kind=Message.Kind.SUMMARY,
+                replaces_through=replaces_through,
+                content=[{"type": "text", "text": SUMMARY_HEADER + summary}],
+            )
+        AgentSession.objects.filter(pk=session_id).update(
+            tool_results_cleared_through=tool_results_cleared_through,
+            compactions=F("compactions") + 1,
+            compacted_at=now,
+        )
+        Turn.objects.filter(pk=turn_id).update(heartbeat_at=now)
 
 
 def message_append(*, session_id: uuid.UUID, turn_id: uuid.UUID, role: str, content: list[dict[str, Any]]) -> None:
@@ -225,8 +264,22 @@ def turn_heartbeat(*, turn_id: uuid.UUID) -> None:
     Turn.objects.filter(pk=turn_id, status=Turn.Status.RUNNING).update(heartbeat_at=timezone.now())
 
 
-def turn_progress(*, turn_id: uuid.UUID, iterations: int, usage: dict[str, int]) -> None:
-    Turn.objects.filter(pk=turn_id).update(iterations=iterations, usage=usage, heartbeat_at=timezone.now())
+def turn_progress(
+    *,
+    turn_id: uuid.UUID,
+    iterations: int,
+    usage: dict[str, int],
+    session_id: uuid.UUID | None = None,
+    context_tokens: int | None = None,
+    context_window: int | None = None,
+) -> None:
+    """The turn's progress after a model call; with `session_id`, the session's context in use too."""
+    with transaction.atomic():
+        Turn.objects.filter(pk=turn_id).update(iterations=iterations, usage=usage, heartbeat_at=timezone.now())
+        if session_id is not None and context_tokens is not None:
+            AgentSession.objects.filter(pk=session_id).update(
+                context_tokens=context_tokens, context_window=context_window or 0
+            )
 
 
 def turn_finish(

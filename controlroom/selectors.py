@@ -6,6 +6,7 @@ templates rendered from consumers never touch a queryset.
 
 from __future__ import annotations
 
+import bisect
 import datetime
 import json
 import uuid
@@ -15,12 +16,14 @@ from typing import Any, cast
 
 from django.conf import settings
 from django.core.paginator import Page, Paginator
-from django.db.models import Case, Exists, F, OuterRef, Q, Value, When
+from django.db.models import Case, Exists, F, OuterRef, Q, QuerySet, Value, When
 from django.utils import timezone
 
+from agent import selectors as agent_selectors
 from agent.engine.approvals import REQUEST_EXECUTION, approval_from_result
 from agent.engine.loop import PREVIEW_CHARS
 from agent.models import Activity, AgentSession, Message, Turn
+from agent.selectors import ContextInUse
 from controlroom.models import ApprovalDecision
 from controlroom.transcript import ApprovalItem, NoticeItem, TextItem, ToolItem, TurnView
 
@@ -70,21 +73,66 @@ def session_turn_views(*, session_id: uuid.UUID, limit: int = SESSION_TURNS_SHOW
         return []
     turn_ids = [turn.id for turn in turns]
     messages: dict[uuid.UUID, list[tuple[str, list[dict[str, Any]]]]] = defaultdict(list)
-    for turn_id, role, content in (
-        Message.objects.filter(turn_id__in=turn_ids).order_by("id").values_list("turn_id", "role", "content")
-    ):
+    first_ids: dict[uuid.UUID, int] = {}
+    rows = (
+        _people_messages().filter(turn_id__in=turn_ids).order_by("id").values_list("id", "turn_id", "role", "content")
+    )
+    for message_id, turn_id, role, content in rows:
+        first_ids.setdefault(turn_id, message_id)
         messages[turn_id].append((role, content if isinstance(content, list) else []))
     calls = {row.tool_use_id: row for row in Activity.objects.filter(correlation_id__in=turn_ids) if row.tool_use_id}
-    return [_turn_view(turn, messages[turn.id], calls) for turn in turns]
+    views = [_turn_view(turn, messages[turn.id], calls) for turn in turns]
+    summaries = _summaries_before(session_id=session_id, first_ids=first_ids)
+    for view in views:
+        view.summary_before = summaries.get(uuid.UUID(view.turn_id), "")
+    return views
 
 
 def turn_view(*, turn_id: uuid.UUID) -> TurnView | None:
     turn = Turn.objects.filter(pk=turn_id).first()
     if turn is None:
         return None
-    rows = Message.objects.filter(turn_id=turn_id).order_by("id").values_list("role", "content")
+    rows = list(_people_messages().filter(turn_id=turn_id).order_by("id").values_list("id", "role", "content"))
     calls = {row.tool_use_id: row for row in Activity.objects.filter(correlation_id=turn_id) if row.tool_use_id}
-    return _turn_view(turn, [(role, content) for role, content in rows], calls)
+    view = _turn_view(turn, [(role, content) for _id, role, content in rows], calls)
+    if rows:
+        summaries = _summaries_before(session_id=turn.session_id, first_ids={turn.id: rows[0][0]})
+        view.summary_before = summaries.get(turn.id, "")
+    return view
+
+
+def _people_messages() -> QuerySet[Message]:
+    """Messages as people read them: everything but the summaries written for the model."""
+    return Message.objects.exclude(kind=Message.Kind.SUMMARY)
+
+
+def _summaries_before(*, session_id: uuid.UUID, first_ids: dict[uuid.UUID, int]) -> dict[uuid.UUID, str]:
+    """Per turn, the model's summary of the turns before it, when one ends right before it.
+
+    A summary replaces the messages up to its `replaces_through` id, always a whole number of
+    turns: the turn whose first message follows that id is where the transcript marks it.
+    """
+    summaries = Message.objects.filter(session_id=session_id, kind=Message.Kind.SUMMARY).order_by("id")
+    boundaries = {
+        through: "\n".join(str(block.get("text", "")) for block in content if isinstance(block, dict))
+        for through, content in summaries.values_list("replaces_through", "content")
+        if through is not None
+    }
+    if not boundaries:
+        return {}
+    ids = list(_people_messages().filter(session_id=session_id).order_by("id").values_list("id", flat=True))
+    found: dict[uuid.UUID, str] = {}
+    for turn_id, first in first_ids.items():
+        index = bisect.bisect_left(ids, first)
+        if index > 0 and ids[index - 1] in boundaries:
+            found[turn_id] = boundaries[ids[index - 1]]
+    return found
+
+
+def session_context_in_use(*, session_id: uuid.UUID) -> ContextInUse | None:
+    """The context the session fills now (the control room's meter)."""
+    session = AgentSession.objects.filter(pk=session_id).first()
+    return None if session is None else agent_selectors.session_context_in_use(session)
 
 
 def _turn_is_stale(turn: Turn) -> bool:

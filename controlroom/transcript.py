@@ -103,6 +103,9 @@ class TurnView:
     iterations: int = 0
     usage: dict[str, int] = field(default_factory=dict)
     items: list[Item] = field(default_factory=list)
+    # The model's summary of the turns before this one, when the model is sent it instead of them:
+    # the transcript shows a divider ("earlier turns summarised for the model") above this turn.
+    summary_before: str = ""
 
     @property
     def running(self) -> bool:

@@ -228,6 +228,21 @@ ANTHROPIC_BASE_URL = env_str("ANTHROPIC_BASE_URL")
 HERMES_MODEL = env_str("HERMES_MODEL", "claude-sonnet-5")
 HERMES_SOUL_PATH = env_str("HERMES_SOUL_PATH", str(BASE_DIR / "agent" / "SOUL.md"))
 
+# --- Hermes: the context window (agent/engine/context.py) ----------------------------------------
+
+# Tokens of the model's context window; 0 takes the model family's (200,000 for Claude models). A
+# compatible server with a smaller window is learned from its first "prompt is too long" refusal.
+HERMES_CONTEXT_WINDOW = env_int("HERMES_CONTEXT_WINDOW", 0, minimum=0)
+# The share of the window a request may fill before the session is compacted first.
+HERMES_COMPACT_AT = env_float("HERMES_COMPACT_AT", 0.75, minimum=0.1)
+if HERMES_COMPACT_AT > 0.95:
+    raise ImproperlyConfigured(f"HERMES_COMPACT_AT must be at most 0.95, not {HERMES_COMPACT_AT}")
+# The latest whole turns kept verbatim for the model when older ones are summarised.
+HERMES_COMPACT_KEEP_TURNS = env_int("HERMES_COMPACT_KEEP_TURNS", 2, minimum=0)
+# Ask the API's token counting (`/v1/messages/count_tokens`) when a session nears the limit;
+# a server without it is asked once and then estimated for.
+HERMES_TOKEN_COUNTING = env_bool("HERMES_TOKEN_COUNTING", True)
+
 # --- Hermes: budgets of one turn -------------------------------------------------------------------
 
 HERMES_MAX_ITERATIONS = env_int("HERMES_MAX_ITERATIONS", 15, minimum=1)

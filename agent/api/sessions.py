@@ -75,10 +75,19 @@ async def session_detail(request: HttpRequest, session_id: str) -> JsonResponse:
                     "turn_id": message.turn_id,
                     "role": message.role,
                     "content": message.content,
+                    "kind": message.kind,
+                    "replaces_through": message.replaces_through,
                     "created_at": message.created_at,
                 }
                 for message in detail.messages
             ],
+            "context": {
+                "tokens": detail.context.tokens,
+                "window": detail.context.window,
+                "percent": detail.context.percent,
+                "compactions": detail.context.compactions,
+                "compacted_at": detail.context.compacted_at,
+            },
         }
     )
 

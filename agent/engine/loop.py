@@ -26,6 +26,8 @@ from agent import metrics, services
 from agent.engine.approvals import approval_from_result
 from agent.engine.budgets import Budgets
 from agent.engine.caching import cache_breakpoints_apply
+from agent.engine.compaction import ContextFull, ContextKeeper
+from agent.engine.context import prompt_too_long
 from agent.engine.events import Done, Error, Event, TextDelta, ToolResult, ToolUse
 from agent.engine.history import (
     content_strip_cache_control,
@@ -98,7 +100,8 @@ class TurnState:
     text_blocks: int = 0
 
     def tokens_used(self) -> int:
-        return sum(self.usage.values())
+        # Only tokens: usage also counts compaction calls and requests refused as too long.
+        return sum(self.usage.get(key, 0) for key in USAGE_KEYS)
 
     def tool_context(self) -> ToolCallContext:
         return ToolCallContext(
@@ -148,6 +151,10 @@ class TurnLoop:
         self._cutoffs: dict[str, Cutoff] = {}
         # The tool results of the round a cancellation interrupted (finished ones real, others unknown).
         self._results_on_cancel: list[Block] = []
+        # Keeps every request inside the model's window, compacting the session when needed.
+        self.context = ContextKeeper(
+            state=state, client=client, model=model, budgets=budgets, time_limit=self.time_limit
+        )
 
     async def run(self) -> None:
         """Run the turn to its end, emitting events; always finishes with `done`.
@@ -253,25 +260,10 @@ class TurnLoop:
         out, it is not (the operator saw it; a second answer would contradict or repeat it).
         Every attempt logs one `llm.call` line.
         """
-        tools, system, messages = cache_breakpoints_apply(
-            tools=self.tools,
-            system=self.system,
-            messages=messages_for_api(self.state.messages),
-            system_note=self.system_note,
-        )
-        params: dict[str, Any] = {
-            "model": self.model,
-            "max_tokens": self.budgets.max_tokens,
-            "system": system,
-            "messages": messages,
-        }
-        if tools:
-            params["tools"] = tools
-            if final:
-                # The history holds tool blocks, so the tools must stay defined; `none` forbids use.
-                params["tool_choice"] = {"type": "none"}
+        params = await self._context_fit(lambda: self._request_params(final=final))
         self.state.iterations += 1
         attempt = 0
+        resent = False
         while True:
             attempt += 1
             started = time.monotonic()
@@ -294,6 +286,14 @@ class TurnLoop:
                 self._model_call_observe(started, outcome="error", attempt=attempt, error=described)
                 raise ModelCallFailed(described, self._partial_text(), code="timeout") from None
             except AttemptFailed as failed:
+                refused = prompt_too_long(failed.__cause__)
+                if refused is not None and not resent:
+                    # Longer than the window after all: compacted and sent again, once, unseen.
+                    resent = True
+                    self._model_call_observe(started, outcome="too_long", attempt=attempt, error=failed.failure.message)
+                    self.state.usage["too_long_retries"] = self.state.usage.get("too_long_retries", 0) + 1
+                    params = await self._context_fit(lambda: self._request_params(final=final), refused=refused)
+                    continue
                 spoke = self._emitted > emitted
                 delay = None if spoke else self._retry_delay(failed.failure, attempt=attempt)
                 if delay is None:
@@ -315,6 +315,7 @@ class TurnLoop:
         self._stream = None
 
         usage = self._usage_add(message.usage)
+        context_tokens = self.context.observe(params, message.usage)
         self._model_call_observe(started, outcome="ok", attempt=attempt, usage=usage, stop_reason=message.stop_reason)
         self._last_stop_reason = message.stop_reason
         content = content_strip_cache_control(cast(list[Block], message.to_param()["content"]))
@@ -326,9 +327,41 @@ class TurnLoop:
         if content:
             await self._append("assistant", content)
         await database_sync_to_async(services.turn_progress)(
-            turn_id=self.state.turn_id, iterations=self.state.iterations, usage=dict(self.state.usage)
+            turn_id=self.state.turn_id,
+            iterations=self.state.iterations,
+            usage=dict(self.state.usage),
+            session_id=self.state.session_id,
+            context_tokens=context_tokens,
+            context_window=self.context.window,
         )
         return content
+
+    def _request_params(self, *, final: bool) -> dict[str, Any]:
+        tools, system, messages = cache_breakpoints_apply(
+            tools=self.tools,
+            system=self.system,
+            messages=messages_for_api(self.state.messages),
+            system_note=self.system_note,
+        )
+        params: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": self.budgets.max_tokens,
+            "system": system,
+            "messages": messages,
+        }
+        if tools:
+            params["tools"] = tools
+            if final:
+                # The history holds tool blocks, so the tools must stay defined; `none` forbids use.
+                params["tool_choice"] = {"type": "none"}
+        return params
+
+    async def _context_fit(self, build: Callable[[], dict[str, Any]], **refusal: Any) -> dict[str, Any]:
+        """The request, after compacting the session if it would not fit the window (`compaction`)."""
+        try:
+            return await self.context.fit(build, **refusal)
+        except ContextFull as full:
+            raise ModelCallFailed(str(full), []) from None
 
     def _stream_opened(self, stream: Any) -> None:
         self._stream = stream

@@ -52,6 +52,7 @@ def conversation_context(
         "place": place,
         "session_id": str(session_id) if session_id else "",
         "session_title": selectors.session_title(session_id=session_id) if session_id else "",
+        "context": selectors.session_context_in_use(session_id=session_id) if session_id else None,
         "turns": turns,
         "running": next((turn for turn in turns if turn.running), None),
         "approvals": {},

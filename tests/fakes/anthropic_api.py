@@ -10,7 +10,12 @@ The test process, a Daphne subprocess and `manage.py ask` subprocesses all reach
         assert fake.requests[1].body["messages"][-1]["content"][0]["type"] == "tool_result"
 
 Each `POST /v1/messages` is first checked like the real API checks it (`anthropic_validation`:
-400 `invalid_request_error`, 401 for a wrong key, 404 for an unknown model). An accepted request
+400 `invalid_request_error`, 401 for a wrong key, 404 for an unknown model). With a
+`context_window` (tokens, `FakeAnthropic(context_window=...)` or set later), a prompt longer than
+it is refused as the API refuses it: 400 `invalid_request_error`, "prompt is too long: N tokens >
+M maximum". Tokens are the fake's estimate (about four characters of each block's JSON a token,
+`anthropic_cache.prompt_tokens`); `POST /v1/messages/count_tokens` answers the same count, and
+the usage of an answer adds up to it. An accepted request
 is answered by the next queued reply, else by `fake.responder(body)`, else with a 500
 `api_error` saying the script ran out. A refused request consumes no reply.
 
@@ -59,10 +64,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from tests.fakes.anthropic_cache import PromptCache
+from tests.fakes.anthropic_cache import PromptCache, prompt_tokens
 from tests.fakes.anthropic_script import ApiError, Reply
 from tests.fakes.anthropic_stream import ScriptedStream, TruncatedBody
-from tests.fakes.anthropic_validation import impossible_reply, request_problem
+from tests.fakes.anthropic_validation import impossible_reply, prompt_too_long, request_problem
 from tests.fakes.anthropic_wire import message_events, message_json, new_id
 from tests.fakes.loopback import LoopbackServer
 
@@ -98,7 +103,8 @@ class FakeAnthropic:
 
     `models` are the model ids it knows (others get 404 `not_found_error`, like the API);
     `min_cacheable_tokens` is the shortest prefix a cache breakpoint writes (the API's is 1024+
-    tokens; 0 caches any prefix so small test prompts show cache reads).
+    tokens; 0 caches any prefix so small test prompts show cache reads); `context_window` is the
+    most input tokens a prompt may have (None: no limit).
     """
 
     def __init__(
@@ -107,9 +113,14 @@ class FakeAnthropic:
         api_key: str = DEFAULT_API_KEY,
         models: Iterable[str] = DEFAULT_MODELS,
         min_cacheable_tokens: int = 0,
+        context_window: int | None = None,
     ) -> None:
         self.api_key = api_key
         self.models = tuple(models)
+        self.context_window = context_window
+        """Prompts longer than this many tokens are refused as too long (None: any length)."""
+        self.token_counts: list[int] = []
+        """What each accepted `/v1/messages/count_tokens` request was answered, in order."""
         self.responder: Responder | None = None
         """Answers a request when the queue is empty: `responder(request_body) -> Reply`.
 
@@ -193,6 +204,7 @@ class FakeAnthropic:
         return Starlette(
             routes=[
                 Route("/v1/messages", self._messages, methods=["POST"]),
+                Route("/v1/messages/count_tokens", self._count_tokens, methods=["POST"]),
                 Route("/v1/models", self._list_models, methods=["GET"]),
                 Route("/v1/models/{model_id:path}", self._get_model, methods=["GET"]),
             ],
@@ -214,6 +226,8 @@ class FakeAnthropic:
             problem = ApiError(400, "invalid_request_error", "There was an error parsing the body of your request")
         else:
             problem = request_problem(body, known_models=self.models)
+            if problem is None:
+                problem = prompt_too_long(prompt_tokens(body), window=self.context_window)
         reply = None
         if problem is None:
             reply, problem = self._next_reply(body)
@@ -244,6 +258,26 @@ class FakeAnthropic:
             # Without a stream only a dropped or stalled connection makes sense.
             return TruncatedBody(payload, fault=reply.fault, request_id=request_id, stopping=stopping)
         return Response(payload, media_type="application/json", headers={"request-id": request_id})
+
+    async def _count_tokens(self, request: Request) -> Response:
+        """The input tokens of a request, without answering it (checked like a message request)."""
+        request_id = new_id("req_")
+        if not self._authorized(dict(request.headers)):
+            return _error_response(_AUTHENTICATION_FAILED, request_id=request_id)
+        body: Any = None
+        with contextlib.suppress(ValueError):
+            body = json.loads(await request.body())
+        problem: ApiError | None
+        if not isinstance(body, dict):
+            problem = ApiError(400, "invalid_request_error", "There was an error parsing the body of your request")
+        else:
+            problem = request_problem({**body, "max_tokens": 1}, known_models=self.models)
+        if problem is not None:
+            return _error_response(problem, request_id=request_id)
+        tokens = prompt_tokens(body)
+        with self._changed:
+            self.token_counts.append(tokens)
+        return JSONResponse({"input_tokens": tokens}, headers={"request-id": request_id})
 
     def _next_reply(self, body: dict[str, Any]) -> tuple[Reply | None, ApiError | None]:
         with self._changed:

@@ -82,6 +82,12 @@ class PromptCache:
         return None
 
 
+def prompt_tokens(body: dict[str, Any]) -> int:
+    """The fake's count of a request's input tokens: what `/v1/messages/count_tokens` answers, what
+    a context window is checked against, and what the usage of an answer adds up to."""
+    return sum(block.tokens for block in _prompt_blocks(body))
+
+
 def _prompt_blocks(body: dict[str, Any]) -> list[_PromptBlock]:
     """The prompt as an ordered list of blocks, each with the hash of the prefix it ends."""
     raw: list[tuple[str, dict[str, Any]]] = []

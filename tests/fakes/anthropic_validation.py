@@ -249,6 +249,15 @@ def _leading_result_ids(message: dict[str, Any]) -> list[str]:
     return ids
 
 
+def prompt_too_long(tokens: int, *, window: int | None) -> ApiError | None:
+    """The API's refusal of a prompt longer than the model's context window, worded as it words it."""
+    if window is None or tokens <= window:
+        return None
+    return ApiError(
+        status=400, type="invalid_request_error", message=f"prompt is too long: {tokens} tokens > {window} maximum"
+    )
+
+
 def impossible_reply(reply: Reply, body: dict[str, Any]) -> str | None:
     """Why a real model could not give the scripted `reply` to `body`, or None when it could.
 

@@ -9,6 +9,7 @@ and against `oikos_sim`, because it reads the tool results instead of assuming t
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -132,3 +133,75 @@ class ExecutionRequester:
             answer = f"The {self.action} of `{self.target}` finished: **{outcome.get('status', 'unknown')}**."
         self.answers.append(answer)
         return Reply.text(answer, chunk=self.chunk, delay=self.delay)
+
+
+FACT = re.compile(r"remember that (the [^.\n]+?)\.")
+
+
+def request_text(request: dict[str, Any]) -> str:
+    """Every text the request's messages hold (tool results included), in order."""
+    parts: list[str] = []
+    for message in request.get("messages", []):
+        content = message.get("content")
+        if isinstance(content, str):
+            parts.append(content)
+            continue
+        for block in content or []:
+            if block.get("type") == "text":
+                parts.append(block["text"])
+            elif block.get("type") == "tool_result":
+                parts.append(tool_result_text(block))
+    return "\n".join(parts)
+
+
+def system_text(request: dict[str, Any]) -> str:
+    system = request.get("system") or ""
+    return system if isinstance(system, str) else "\n".join(block.get("text", "") for block in system)
+
+
+@dataclass
+class RememberingModel:
+    """A model that knows only what the request holds, like a real one, for long sessions.
+
+    - A summarising request (its system prompt asks for a running summary; no tools): a summary
+      that keeps every "remember that the …." fact it can read, the summary so far's included.
+    - "... remember that the X is Y." → "Noted: …".
+    - "What did I ask you to remember?" → every such fact the request holds (the operator's old
+      message, or a summary of it), or "Nothing that I can see.".
+    - "Show me the log of …" → the `big` tool (`log_bytes` of text), then a short answer.
+    - Anything else → a long answer (`answer_chars`), so the conversation grows.
+    """
+
+    answer_chars: int = 600
+    log_bytes: int = 3000
+    summaries: int = 0
+    answers: list[str] = field(default_factory=list)
+
+    def __call__(self, request: dict[str, Any]) -> Reply:
+        if not request.get("tools") and "running summary" in system_text(request):
+            return self._summary(request)
+        if last_tool_results(request):
+            return self._answer("The log has nothing alarming in it.")
+        question = request["messages"][-1]["content"][-1].get("text", "")
+        if "What did I ask you to remember?" in question:
+            facts = sorted(set(FACT.findall(request_text(request))))
+            if not facts:
+                return self._answer("Nothing that I can see.")
+            return self._answer("You asked me to remember that " + "; and that ".join(facts) + ".")
+        if found := FACT.search(question):
+            return self._answer(f"Noted: {found.group(1)}.")
+        if question.startswith("Show me the log of") and request.get("tools") and request.get("tool_choice") is None:
+            return Reply.tool_use(offered_tool(request, "big"), {"size_bytes": self.log_bytes})
+        words = f"About that ({question[:40]}): all is well, nothing degraded. "
+        return self._answer((words * (self.answer_chars // len(words) + 1))[: self.answer_chars])
+
+    def _summary(self, request: dict[str, Any]) -> Reply:
+        self.summaries += 1
+        facts = sorted(set(FACT.findall(request_text(request))))
+        lines = ["Facts:"] + [f"- The operator asked me to remember that {fact}." for fact in facts]
+        lines.append(f"Findings: earlier questions were answered; summary number {self.summaries}.")
+        return Reply.text("\n".join(lines))
+
+    def _answer(self, answer: str) -> Reply:
+        self.answers.append(answer)
+        return Reply.text(answer, chunk=200)

@@ -381,6 +381,57 @@ class TestModels:
             await stream_final(client, model="claude-unknown-9")
 
 
+class TestContextWindow:
+    async def test_a_prompt_over_the_window_is_refused_in_the_api_shape_and_consumes_no_reply(
+        self, fake_llm: FakeAnthropic, client: anthropic.AsyncAnthropic
+    ) -> None:
+        fake_llm.enqueue(Reply.text(ANSWER))
+        counted = await client.messages.count_tokens(model=MODEL, messages=QUESTION, tools=TOOLS)
+        fake_llm.context_window = counted.input_tokens - 1
+        with pytest.raises(anthropic.BadRequestError) as refused:
+            await stream_final(client)
+
+        assert refused.value.status_code == 400
+        assert api_error(refused.value) == {
+            "type": "invalid_request_error",
+            "message": f"prompt is too long: {counted.input_tokens} tokens > {counted.input_tokens - 1} maximum",
+        }
+        assert refused.value.response.headers["x-should-retry"] == "false"
+        assert fake_llm.pending == 1 and fake_llm.rejections == fake_llm.requests
+
+        fake_llm.context_window = counted.input_tokens
+        final = await stream_final(client)
+        assert final.content[0].text == ANSWER
+
+    async def test_count_tokens_agrees_with_the_usage_of_the_answer(
+        self, fake_llm: FakeAnthropic, client: anthropic.AsyncAnthropic
+    ) -> None:
+        fake_llm.enqueue(Reply.text(ANSWER))
+        system = "You are Hermes, the resident operator agent."
+        counted = await client.messages.count_tokens(model=MODEL, system=system, messages=QUESTION, tools=TOOLS)
+        final = await stream_final(client, system=system)
+
+        usage = final.usage
+        assert counted.input_tokens > 0 and fake_llm.token_counts == [counted.input_tokens]
+        prompt = usage.input_tokens + (usage.cache_read_input_tokens or 0) + (usage.cache_creation_input_tokens or 0)
+        assert prompt == counted.input_tokens
+        assert len(fake_llm.requests) == 1  # counting is not a message request
+
+    async def test_count_tokens_checks_the_request_like_a_message_request(
+        self, fake_llm: FakeAnthropic, client: anthropic.AsyncAnthropic
+    ) -> None:
+        unanswered: list[Any] = [*QUESTION, {"role": "assistant", "content": [tool_use_json("toolu_1")]}]
+        with pytest.raises(anthropic.BadRequestError, match="tool_use"):
+            await client.messages.count_tokens(model=MODEL, messages=unanswered, tools=TOOLS)
+        with pytest.raises(anthropic.NotFoundError):
+            await client.messages.count_tokens(model="claude-unknown-9", messages=QUESTION)
+        assert fake_llm.token_counts == []
+
+
+def tool_use_json(tool_use_id: str) -> dict[str, Any]:
+    return {"type": "tool_use", "id": tool_use_id, "name": "health_summary", "input": {}}
+
+
 class TestLifecycle:
     async def test_stop_ends_a_stalled_stream_and_frees_the_port(self) -> None:
         fake = FakeAnthropic().start()
