@@ -47,6 +47,14 @@ class ApprovalState:
     def pending(self) -> bool:
         return self.status == "pending"
 
+    # Known from Oikos's REST API (its pending list, its event stream, an execution it returned).
+    confirmed = True
+
+    @property
+    def decidable(self) -> bool:
+        """Whether the card offers Approve/Deny: Oikos itself says the approval is pending."""
+        return self.pending
+
     @property
     def stage(self) -> str:
         """The one word the card leads with: what happens, or happened, to the execution."""

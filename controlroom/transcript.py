@@ -60,6 +60,14 @@ class ApprovalItem:
     requested_by: str = ""
     reason: str = ""
     decided_by: str = ""
+    # Oikos was asked about this approval and did not confirm it (unknown to it, or unreachable).
+    # Until then the card says it is being checked.
+    checked: bool = False
+
+    # What a tool result said is never enough to decide on: the approval id is the tool's word. A
+    # card becomes decidable only as the `ApprovalState` Oikos's REST API confirms (`approval_in`).
+    confirmed = False
+    decidable = False
 
     @property
     def pending(self) -> bool:
@@ -67,7 +75,7 @@ class ApprovalItem:
 
     @property
     def stage(self) -> str:
-        return "pending" if self.pending else self.status
+        return "unconfirmed" if self.checked else "checking"
 
 
 @dataclass

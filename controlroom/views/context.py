@@ -47,7 +47,8 @@ def conversation_context(
         query["sessions"] = "1"
     if follow_approvals:
         query["approvals"] = "1"
-    pending = [item for turn in turns for item in turn.approvals() if item.pending]
+    # Transcript cards are never decidable as drawn here: the socket's snapshot asks Oikos about them.
+    pending = [item for turn in turns for item in turn.approvals() if item.decidable]
     return {
         "place": place,
         "session_id": str(session_id) if session_id else "",
