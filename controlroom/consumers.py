@@ -25,7 +25,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from agent import metrics
 from agent.live import SESSIONS_GROUP, session_group, turn_registry
 from controlroom import fragments, selectors
-from controlroom.approvals import approvals_listed
+from controlroom.approvals import approvals_confirmed, approvals_listed
 from controlroom.identity import operator_name
 from controlroom.rail import ApprovalState
 from controlroom.relay import OikosRelay, oikos_relay
@@ -252,19 +252,7 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
         return await self._approvals_current(new) if new else {}
 
     async def _approvals_current(self, items: Any) -> dict[str, ApprovalState]:
-        """What Oikos says about the approvals of these transcript cards, by approval id.
-
-        Only an approval Oikos's REST API knows is in the answer (and only a pending one is
-        decidable): a card whose id Oikos does not confirm stays the transcript's record, marked
-        checked, and shows as not confirmed, without Approve/Deny.
-        """
-        items = list(items)
-        if not items:
-            return {}
-        found = await self.relay.approvals_lookup((item.approval_id, item.execution_id) for item in items)
-        for item in items:
-            item.checked = True
-        return found
+        return await approvals_confirmed(items, relay=self.relay)
 
     def _form_candidates(self, current: dict[str, ApprovalState]) -> list[ApprovalState | ApprovalItem]:
         shown: dict[str, ApprovalState | ApprovalItem] = {}
