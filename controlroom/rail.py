@@ -47,12 +47,10 @@ class ApprovalState:
     def pending(self) -> bool:
         return self.status == "pending"
 
-    # Known from Oikos's REST API (its pending list, its event stream, an execution it returned).
-    confirmed = True
-
     @property
     def decidable(self) -> bool:
-        """Whether the card offers Approve/Deny: Oikos itself says the approval is pending."""
+        """Whether the card offers Approve/Deny: this state comes from Oikos's REST API (its pending
+        list, its event stream, an execution it returned), so pending here is Oikos's word."""
         return self.pending
 
     @property

@@ -60,13 +60,12 @@ class ApprovalItem:
     requested_by: str = ""
     reason: str = ""
     decided_by: str = ""
-    # Oikos was asked about this approval and did not confirm it (unknown to it, or unreachable).
-    # Until then the card says it is being checked.
+    # Oikos has been asked about this approval; a card still drawn from this record was not
+    # confirmed (unknown to Oikos, or Oikos unreachable). Until then the card says it is checking.
     checked: bool = False
 
     # What a tool result said is never enough to decide on: the approval id is the tool's word. A
     # card becomes decidable only as the `ApprovalState` Oikos's REST API confirms (`approval_in`).
-    confirmed = False
     decidable = False
 
     @property
