@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,7 +13,8 @@ from controlroom import services
 from controlroom.models import ApprovalDecision
 from controlroom.oikos import AlreadyDecided, OikosClient, OikosError, OikosRefused
 from controlroom.rail import ApprovalState
-from controlroom.relay import oikos_relay
+from controlroom.relay import OikosRelay, oikos_relay
+from controlroom.transcript import ApprovalItem
 
 Outcome = ApprovalDecision.Outcome
 
@@ -100,3 +102,22 @@ async def approvals_listed() -> tuple[list[ApprovalState], str]:
     approvals = [current.get(approval.approval_id, approval) for approval in approvals]
     approvals.sort(key=lambda a: (not a.pending, a.requested_at))
     return approvals, ""
+
+
+async def approvals_confirmed(
+    items: Iterable[ApprovalItem], *, relay: OikosRelay | None = None
+) -> dict[str, ApprovalState]:
+    """What Oikos says about the approvals of these transcript cards, by approval id.
+
+    A transcript card records what a tool result said, approval id included: that is never enough
+    to offer Approve/Deny. Only an approval Oikos's REST API knows (the relay's state, else
+    `GET /executions/<id>`) is in the answer, and only a pending one is decidable. A card left out
+    stays the transcript's record, marked checked: it shows as not confirmed by Oikos, without buttons.
+    """
+    items = list(items)
+    if not items:
+        return {}
+    found = await (relay or oikos_relay()).approvals_lookup((item.approval_id, item.execution_id) for item in items)
+    for item in items:
+        item.checked = True
+    return found

@@ -25,7 +25,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from agent import metrics
 from agent.live import SESSIONS_GROUP, session_group, turn_registry
 from controlroom import fragments, selectors
-from controlroom.approvals import approvals_listed
+from controlroom.approvals import approvals_confirmed, approvals_listed
 from controlroom.identity import operator_name
 from controlroom.rail import ApprovalState
 from controlroom.relay import OikosRelay, oikos_relay
@@ -118,7 +118,7 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
             # Drawn again: an approval raised between the page's render and this socket shows too.
             listed, problem = await approvals_listed()
             parts.append(fragments.approval_grid_replace(listed, problem))
-        candidates = [*self._form_candidates(approvals), *(approval for approval in listed if approval.pending)]
+        candidates = [*self._form_candidates(approvals), *(approval for approval in listed if approval.decidable)]
         # One form per approval, however many cards of it the page shows.
         shown = list({approval.approval_id: approval for approval in candidates}.values())
         self.forms_shown = {approval.approval_id for approval in shown}
@@ -187,7 +187,7 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
         changes = sync.view.apply(event)
         if not changes:
             return
-        approvals = await self._approvals_for(changes)
+        approvals = await self._approvals_for(sync.view, changes)
         parts = [fragments.turn_changes(sync.view, changes, approvals)]
         parts.append(self._forms_for_new(approvals.values(), changes))
         if any(change.kind == "finished" for change in changes):
@@ -224,6 +224,8 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
         ]
         if changed_inline:
             parts.append(fragments.approval_cards_replace(changed_inline))
+            # A card Oikos has just confirmed (its event came after the tool result) becomes decidable.
+            parts.append(self._forms_for_new(changed_inline, []))
         if self.with_rail:
             parts.append(self._forms_for_new(self.relay.state.approvals_shown(), []))
         if self.with_approvals and message.get("approvals"):
@@ -240,17 +242,17 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
         for item in view.approvals():
             self.inline_approvals[item.approval_id] = item
 
-    async def _approvals_for(self, changes: list[Change]) -> dict[str, ApprovalState]:
+    async def _approvals_for(self, view: TurnView, changes: list[Change]) -> dict[str, ApprovalState]:
         new = [change.item for change in changes if isinstance(change.item, ApprovalItem)]
         for item in new:
             self.inline_approvals[item.approval_id] = item
+        if any(change.kind == "finished" for change in changes):
+            # The whole turn is redrawn: every card in it shows what Oikos says now.
+            return await self._approvals_current(view.approvals())
         return await self._approvals_current(new) if new else {}
 
     async def _approvals_current(self, items: Any) -> dict[str, ApprovalState]:
-        wanted = [(item.approval_id, item.execution_id) for item in items]
-        if not wanted:
-            return {}
-        return await self.relay.approvals_lookup(wanted)
+        return await approvals_confirmed(items, relay=self.relay)
 
     def _form_candidates(self, current: dict[str, ApprovalState]) -> list[ApprovalState | ApprovalItem]:
         shown: dict[str, ApprovalState | ApprovalItem] = {}
@@ -259,7 +261,7 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
         if self.with_rail:
             for approval in self.relay.state.approvals_shown():
                 shown[approval.approval_id] = approval
-        return [approval for approval in shown.values() if approval.pending]
+        return [approval for approval in shown.values() if approval.decidable]
 
     def _forms_for_new(self, current: Any, changes: list[Change]) -> str:
         """Decision forms for pending approvals this page shows for the first time."""
@@ -269,7 +271,7 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
                 candidates[change.item.approval_id] = change.item
         for approval in current:
             candidates[approval.approval_id] = approval
-        new = [a for a in candidates.values() if a.pending and a.approval_id not in self.forms_shown]
+        new = [a for a in candidates.values() if a.decidable and a.approval_id not in self.forms_shown]
         if not new:
             return ""
         self.forms_shown.update(a.approval_id for a in new)

@@ -48,6 +48,12 @@ class ApprovalState:
         return self.status == "pending"
 
     @property
+    def decidable(self) -> bool:
+        """Whether the card offers Approve/Deny: this state comes from Oikos's REST API (its pending
+        list, its event stream, an execution it returned), so pending here is Oikos's word."""
+        return self.pending
+
+    @property
     def stage(self) -> str:
         """The one word the card leads with: what happens, or happened, to the execution."""
         if self.status == "pending":

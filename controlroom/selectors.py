@@ -226,7 +226,10 @@ def _tool_result_apply(view: TurnView, block: dict[str, Any]) -> None:
         structured = json.loads(text)
     except ValueError:
         return
-    approval = approval_from_result(tool=REQUEST_EXECUTION, tool_use_id=tool.tool_use_id, structured=structured)
+    # The server comes from the ledger row: a `request_execution` of any other server raises no card.
+    approval = approval_from_result(
+        server=tool.server, tool=tool.tool, tool_use_id=tool.tool_use_id, structured=structured
+    )
     if approval is not None:
         view.items.append(
             ApprovalItem(

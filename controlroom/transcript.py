@@ -60,6 +60,13 @@ class ApprovalItem:
     requested_by: str = ""
     reason: str = ""
     decided_by: str = ""
+    # Oikos has been asked about this approval; a card still drawn from this record was not
+    # confirmed (unknown to Oikos, or Oikos unreachable). Until then the card says it is checking.
+    checked: bool = False
+
+    # What a tool result said is never enough to decide on: the approval id is the tool's word. A
+    # card becomes decidable only as the `ApprovalState` Oikos's REST API confirms (`approval_in`).
+    decidable = False
 
     @property
     def pending(self) -> bool:
@@ -67,7 +74,7 @@ class ApprovalItem:
 
     @property
     def stage(self) -> str:
-        return "pending" if self.pending else self.status
+        return "unconfirmed" if self.checked else "checking"
 
 
 @dataclass

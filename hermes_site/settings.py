@@ -271,6 +271,13 @@ HERMES_MCP_CONFIG = env_str("HERMES_MCP_CONFIG")
 OIKOS_MCP_URL = env_str("OIKOS_MCP_URL")
 OIKOS_MCP_TOKEN = env_str("OIKOS_MCP_TOKEN")
 HERMES_MCP_TIMEOUT = env_float("HERMES_MCP_TIMEOUT", 180.0, minimum=1.0)
+# The MCP server that is Oikos: the only one whose `request_execution` raises approval cards, and the
+# one held to the Oikos tool allowlist (see agent.tools.policy). Without a config file it is the
+# server made from OIKOS_MCP_URL.
+HERMES_OIKOS_SERVER = env_str("HERMES_OIKOS_SERVER").strip() or "oikos"
+# Globs added to every MCP server's denylist of decision tools (comma-separated, any spelling:
+# `*grant*approval*` also matches `grantApproval`); the built-in patterns always apply.
+HERMES_MCP_TOOLS_DENY = env_list("HERMES_MCP_TOOLS_DENY")
 
 # --- Oikos REST (control room, approvals, events) --------------------------------------------------
 

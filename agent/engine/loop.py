@@ -508,7 +508,9 @@ class TurnLoop:
         preview = "".join(b["text"] for b in bounded.content if b.get("type") == "text")
         self._tool_result_emit(block, outcome, preview, truncated=bounded.truncated)
         if spec and not outcome.is_error:
-            approval = approval_from_result(tool=spec.tool, tool_use_id=block["id"], structured=outcome.structured)
+            approval = approval_from_result(
+                server=spec.server, tool=spec.tool, tool_use_id=block["id"], structured=outcome.structured
+            )
             if approval:
                 metrics.approval_raised(risk_class=approval.risk_class)
                 log_event(

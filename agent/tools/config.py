@@ -11,6 +11,12 @@ The file has the shape Claude Desktop and Claude Code use::
                                "arguments": {"provider": "anthropic", "model": "claude-haiku-4-5"}}}
     }}
 
+`"tools"` holds the server's tool filters and policy: `include`/`exclude` (exact names or fnmatch
+patterns) narrow what is offered; `deny` adds globs to the decision-tool denylist (matched in any
+spelling, see `agent.tools.policy`); `allow` — on the Oikos server only — names tools outside the
+known Oikos surface the operator vouches for. Which server is Oikos is the setting
+`HERMES_OIKOS_SERVER` (default `oikos`): only its `request_execution` raises approval cards.
+
 The optional `"hermes"` object holds what only Hermes reads: `peer` (the peer agent behind the
 server, for the depth guard; the server's name by default), `envelope` (a registered result
 envelope, see `agent.tools.envelopes`) and `arguments` (values always sent with every call of the
@@ -24,9 +30,10 @@ would fail far from the cause.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -36,8 +43,10 @@ from urllib.parse import urlsplit, urlunsplit
 from django.conf import settings
 
 from agent.redaction import MIN_SECRET_LENGTH
-from agent.tools.approval_guard import tool_decides_approvals, tool_withheld_report
 from agent.tools.envelopes import envelope_get, envelope_names
+from agent.tools.policy import ToolPolicy, tool_withheld_report
+
+logger = logging.getLogger(__name__)
 
 Transport = Literal["http", "stdio"]
 
@@ -85,12 +94,19 @@ class ServerConfig:
     cwd: str | None = None
     include: tuple[str, ...] | None = None
     exclude: tuple[str, ...] = ()
+    # Which tools are never offered, whatever include/exclude say (see `agent.tools.policy`).
+    policy: ToolPolicy = field(default_factory=ToolPolicy)
     # Values of secret-named variables (`${OIKOS_TOKEN}`), wherever they were expanded.
     secret_expansions: frozenset[str] = field(default=frozenset(), repr=False)
     # The `"hermes"` options (see the module docstring).
     peer: str | None = None
     envelope: str | None = None
     fixed_arguments: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def oikos(self) -> bool:
+        """Whether this is the Oikos server: the only one whose `request_execution` raises approvals."""
+        return self.policy.oikos
 
     @property
     def peer_name(self) -> str:
@@ -108,10 +124,11 @@ class ServerConfig:
         return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
     def allows(self, tool: str) -> bool:
-        """Whether Hermes may offer `tool`: never one that decides approvals, otherwise what the
-        include/exclude filters let through (exact names or fnmatch patterns)."""
-        if tool_decides_approvals(tool):
-            tool_withheld_report(self.name, tool)
+        """Whether Hermes may offer `tool`: never one the server's policy withholds (a decision
+        tool), otherwise what the include/exclude filters let through (exact names or fnmatch patterns)."""
+        reason = self.policy.withheld(tool)
+        if reason is not None:
+            tool_withheld_report(self.name, tool, reason)
             return False
         if self.include is not None and not any(fnmatchcase(tool, pattern) for pattern in self.include):
             return False
@@ -135,6 +152,11 @@ class ServerConfig:
         return frozenset(secret for secret in secrets if len(secret) >= MIN_SECRET_LENGTH)
 
 
+def oikos_server_name() -> str:
+    """The name of the MCP server that is Oikos (`HERMES_OIKOS_SERVER`, default `oikos`)."""
+    return str(settings.HERMES_OIKOS_SERVER)
+
+
 def mcp_servers_from_settings() -> list[ServerConfig]:
     """The servers Django settings describe: `HERMES_MCP_CONFIG`, else `OIKOS_MCP_URL`, else none.
 
@@ -142,28 +164,67 @@ def mcp_servers_from_settings() -> list[ServerConfig]:
         MCPConfigError: the file is missing, malformed, or names an unset variable.
     """
     timeout = float(settings.HERMES_MCP_TIMEOUT)
+    deny = tuple(settings.HERMES_MCP_TOOLS_DENY)
+    oikos = oikos_server_name()
     if settings.HERMES_MCP_CONFIG:
-        return mcp_config_load(Path(settings.HERMES_MCP_CONFIG), default_timeout=timeout)
+        path = Path(settings.HERMES_MCP_CONFIG)
+        servers = mcp_config_load(path, default_timeout=timeout, oikos_server=oikos, deny=deny)
+        if servers and not any(server.oikos for server in servers):
+            logger.warning(
+                "%s configures no MCP server named %r (HERMES_OIKOS_SERVER): no tool call will raise an approval",
+                path,
+                oikos,
+            )
+        return servers
     if settings.OIKOS_MCP_URL:
         headers = {"Authorization": f"Bearer {settings.OIKOS_MCP_TOKEN}"} if settings.OIKOS_MCP_TOKEN else {}
         return [
-            ServerConfig(name="oikos", transport="http", timeout=timeout, url=settings.OIKOS_MCP_URL, headers=headers)
+            ServerConfig(
+                name=oikos,
+                transport="http",
+                timeout=timeout,
+                url=settings.OIKOS_MCP_URL,
+                headers=headers,
+                policy=ToolPolicy(oikos=True, deny=deny),
+            )
         ]
     return []
 
 
 def mcp_config_load(
-    path: Path, *, default_timeout: float, environ: Mapping[str, str] | None = None
+    path: Path,
+    *,
+    default_timeout: float,
+    environ: Mapping[str, str] | None = None,
+    oikos_server: str = "oikos",
+    deny: Sequence[str] = (),
 ) -> list[ServerConfig]:
     """Read an `mcpServers` file. Raises `MCPConfigError` naming the file on any problem."""
     document = config_file_read(path, kind="MCP config file", setting="HERMES_MCP_CONFIG", error=MCPConfigError)
-    return mcp_config_parse(document, source=str(path), default_timeout=default_timeout, environ=environ or os.environ)
+    return mcp_config_parse(
+        document,
+        source=str(path),
+        default_timeout=default_timeout,
+        environ=environ or os.environ,
+        oikos_server=oikos_server,
+        deny=deny,
+    )
 
 
 def mcp_config_parse(
-    document: Any, *, source: str, default_timeout: float, environ: Mapping[str, str]
+    document: Any,
+    *,
+    source: str,
+    default_timeout: float,
+    environ: Mapping[str, str],
+    oikos_server: str = "oikos",
+    deny: Sequence[str] = (),
 ) -> list[ServerConfig]:
-    """Turn a parsed `mcpServers` document into server configs, expanding `${VAR}` from `environ`."""
+    """Turn a parsed `mcpServers` document into server configs, expanding `${VAR}` from `environ`.
+
+    The server named `oikos_server` is held to the Oikos allowlist; `deny` (globs) is added to
+    every server's denylist.
+    """
     if not isinstance(document, dict) or not isinstance(document.get("mcpServers"), dict):
         raise MCPConfigError(f'{source}: expected a JSON object with an object under "mcpServers"')
     servers = []
@@ -175,12 +236,21 @@ def mcp_config_parse(
             raise MCPConfigError(f"{where}: expected an object, got {type(entry).__name__}")
         if _optional(entry, "disabled", bool, where, default=False):
             continue
-        servers.append(_server_parse(name, entry, where, default_timeout, environ))
+        servers.append(
+            _server_parse(name, entry, where, default_timeout, environ, oikos=name == oikos_server, deny=tuple(deny))
+        )
     return servers
 
 
 def _server_parse(
-    name: str, entry: dict[str, Any], where: str, default_timeout: float, environ: Mapping[str, str]
+    name: str,
+    entry: dict[str, Any],
+    where: str,
+    default_timeout: float,
+    environ: Mapping[str, str],
+    *,
+    oikos: bool,
+    deny: tuple[str, ...],
 ) -> ServerConfig:
     secret_expansions: set[str] = set()
     entry = {key: config_value_expand(value, key, where, environ, secret_expansions) for key, value in entry.items()}
@@ -188,13 +258,19 @@ def _server_parse(
     timeout = _optional(entry, "timeout", (int, float), where, default=default_timeout)
     if isinstance(timeout, bool) or timeout <= 0:
         raise MCPConfigError(f'{where}: "timeout" must be a positive number of seconds')
-    include, exclude = _filters(entry, where)
+    lists = _tool_lists(entry, where)
+    if lists["allow"] and not oikos:
+        raise MCPConfigError(
+            f'{where}: "tools.allow" is only for the Oikos server (HERMES_OIKOS_SERVER); '
+            "other servers offer every tool their denylist lets through"
+        )
     common: dict[str, Any] = {
         "name": name,
         "transport": transport,
         "timeout": float(timeout),
-        "include": include,
-        "exclude": exclude,
+        "include": lists["include"],
+        "exclude": lists["exclude"] or (),
+        "policy": ToolPolicy(oikos=oikos, allow=lists["allow"] or (), deny=deny + (lists["deny"] or ())),
         "secret_expansions": frozenset(secret_expansions),
         **_hermes_options(entry, where),
     }
@@ -253,15 +329,22 @@ def _transport(entry: dict[str, Any], where: str) -> Transport:
     return transport
 
 
-def _filters(entry: dict[str, Any], where: str) -> tuple[tuple[str, ...] | None, tuple[str, ...]]:
+_TOOLS_KEYS = ("include", "exclude", "allow", "deny")
+
+
+def _tool_lists(entry: dict[str, Any], where: str) -> dict[str, tuple[str, ...] | None]:
+    """The `"tools"` lists by key; None for a list that is absent (no `include` means everything)."""
     tools = _optional(entry, "tools", dict, where, default={})
+    unknown = sorted(set(tools) - set(_TOOLS_KEYS))
+    if unknown:
+        raise MCPConfigError(f'{where}: unknown key "tools.{unknown[0]}" (known: {", ".join(_TOOLS_KEYS)})')
     lists: dict[str, tuple[str, ...] | None] = {}
-    for key in ("include", "exclude"):
+    for key in _TOOLS_KEYS:
         value = tools.get(key)
         if value is not None and (not isinstance(value, list) or not all(isinstance(v, str) for v in value)):
             raise MCPConfigError(f'{where}: "tools.{key}" must be a list of tool names')
         lists[key] = None if value is None else tuple(value)
-    return lists["include"], lists["exclude"] or ()
+    return lists
 
 
 def config_file_read(path: Path, *, kind: str, setting: str, error: type[MCPConfigError]) -> Any:

@@ -18,7 +18,7 @@ register = template.Library()
 
 # Class names for values that come from Oikos: only known values become classes.
 _RISK_CLASSES = {"reversible_low": "low", "config_mutation": "medium", "destructive": "high"}
-_STAGES = {"pending", "approved", "running", "completed", "failed", "denied", "proposed"}
+_STAGES = {"pending", "approved", "running", "completed", "failed", "denied", "proposed", "checking", "unconfirmed"}
 
 
 @register.filter
@@ -100,5 +100,6 @@ def tokens(value: Any) -> str:
 
 @register.filter
 def approval_in(item: Any, approvals: dict[str, Any] | None) -> Any:
-    """The freshest state known for an inline approval card, else what the transcript recorded."""
+    """The state Oikos confirmed for an inline approval card, else what the transcript recorded
+    (which is never decidable: see `ApprovalItem`)."""
     return (approvals or {}).get(item.approval_id, item)

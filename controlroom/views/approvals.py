@@ -16,6 +16,7 @@ from controlroom.identity import operator_name
 from controlroom.models import ApprovalDecision
 from controlroom.rail import ApprovalState
 from controlroom.relay import oikos_relay
+from controlroom.transcript import ApprovalItem
 from controlroom.views.context import DRAWER_SESSION_KEY, HtmxHttpRequest, conversation_context, redirect_back
 
 
@@ -41,8 +42,16 @@ async def decide(request: HtmxHttpRequest) -> HttpResponse:
     if result.outcome == ApprovalDecision.Outcome.DECIDED:
         relay.approval_note(result.approval)
     known = await relay.approvals_lookup([(approval_id, execution_id)])
-    card = known.get(approval_id) or ApprovalState(approval_id=approval_id, execution_id=execution_id)
-    if result.outcome == ApprovalDecision.Outcome.ALREADY_DECIDED:
+    card: ApprovalState | ApprovalItem | None = known.get(approval_id)
+    if card is None and result.outcome != ApprovalDecision.Outcome.ALREADY_DECIDED:
+        # Oikos does not confirm this approval: the card loses its buttons instead of offering them again.
+        card = ApprovalItem(
+            approval_id=approval_id, execution_id=execution_id, target="", action="", risk_class="", status=""
+        )
+        card.checked = True
+    elif card is None:
+        card = ApprovalState(approval_id=approval_id, execution_id=execution_id)
+    if isinstance(card, ApprovalState) and result.outcome == ApprovalDecision.Outcome.ALREADY_DECIDED:
         # Oikos's word beats whatever this process heard last.
         card.status = "denied" if result.status == "denied" else "approved"
         if card.execution_status == "proposed":

@@ -6,6 +6,7 @@ import uuid
 from typing import Any
 from urllib.parse import urlencode
 
+from asgiref.sync import async_to_sync
 from django.http import HttpRequest, HttpResponseRedirect
 from django.shortcuts import redirect
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -13,6 +14,7 @@ from django_htmx.middleware import HtmxDetails
 
 from agent.llm import NOT_CONFIGURED_MESSAGE, llm_configured
 from controlroom import selectors
+from controlroom.approvals import approvals_confirmed
 
 
 class HtmxHttpRequest(HttpRequest):
@@ -37,7 +39,9 @@ def conversation_context(
     """The conversation pane (home or drawer) for `session_id`, or an empty one for a new chat.
 
     Its socket also carries what else the page shows live: the rail and the session list (home),
-    the session list (`follow_sessions`), the approvals page's cards (`follow_approvals`).
+    the session list (`follow_sessions`), the approvals page's cards (`follow_approvals`). A
+    conversation with approval cards asks Oikos about them (see `approvals_confirmed`): call this
+    from a thread, never from the event loop.
     """
     turns = selectors.session_turn_views(session_id=session_id) if session_id else []
     query = {"session": str(session_id)} if session_id else {}
@@ -47,7 +51,10 @@ def conversation_context(
         query["sessions"] = "1"
     if follow_approvals:
         query["approvals"] = "1"
-    pending = [item for turn in turns for item in turn.approvals() if item.pending]
+    # A card offers Approve/Deny only for an approval Oikos confirms as pending, on the page as
+    # served too (a tab whose socket is down can still decide; a forged card never can).
+    cards = [item for turn in turns for item in turn.approvals()]
+    approvals = async_to_sync(approvals_confirmed)(cards) if cards else {}
     return {
         "place": place,
         "session_id": str(session_id) if session_id else "",
@@ -55,8 +62,8 @@ def conversation_context(
         "context": selectors.session_context_in_use(session_id=session_id) if session_id else None,
         "turns": turns,
         "running": next((turn for turn in turns if turn.running), None),
-        "approvals": {},
-        "pending_approvals": pending,
+        "approvals": approvals,
+        "pending_approvals": [approval for approval in approvals.values() if approval.decidable],
         "ws_url": "/ws/ui/?" + urlencode(query),
         "llm_ready": llm_configured(),
         "llm_missing": NOT_CONFIGURED_MESSAGE,

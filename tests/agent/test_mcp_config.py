@@ -125,6 +125,10 @@ class TestMalformed:
             ({"s": {"command": "x", "timeout": 0}}, "positive number"),
             ({"s": {"command": "x", "timeout": "fast"}}, '"timeout" has the wrong type'),
             ({"s": {"command": "x", "tools": {"include": "echo"}}}, "tools.include"),
+            ({"s": {"command": "x", "tools": {"deny": "sudo*"}}}, "tools.deny"),
+            # A typo in a security list must not silently leave a tool offered.
+            ({"s": {"command": "x", "tools": {"denny": ["sudo*"]}}}, 'unknown key "tools.denny"'),
+            ({"s": {"command": "x", "tools": {"allow": ["approve"]}}}, '"tools.allow" is only for the Oikos server'),
             ({"s": ["not", "an", "object"]}, "expected an object"),
             ({"s": {}}, 'needs "command"'),
         ],
@@ -164,6 +168,23 @@ class TestServerConfig:
             if server.allows(tool)
         ]
         assert allowed == ["get_health_summary", "echo", "get_blast_radius"]
+
+    def test_only_the_server_named_oikos_is_oikos_and_deny_patterns_add_up(self, tmp_path: Path) -> None:
+        path = write(
+            tmp_path,
+            {
+                "homelab": {"command": "x", "tools": {"allow": ["get_execution_logs"]}},
+                "oikos": {"command": "y", "tools": {"deny": ["sudo*"]}},
+            },
+        )
+        homelab, other = mcp_config_load(path, default_timeout=1, environ={}, oikos_server="homelab", deny=["*wipe*"])
+
+        assert (homelab.oikos, other.oikos) == (True, False)
+        assert homelab.allows("get_execution_logs") and other.allows("get_execution_logs")
+        assert not homelab.allows("list_pending_executions") and other.allows("list_pending_executions")
+        assert not other.allows("sudoRun") and homelab.allows("sudo_run")
+        assert not homelab.allows("wipe_disk") and not other.allows("WipeDisk")
+        assert not other.allows("grant_approval") and not homelab.allows("grantApproval")
 
     def test_no_filters_allow_everything(self) -> None:
         server = ServerConfig(name="s", transport="stdio", timeout=1, command="x")
@@ -228,6 +249,7 @@ class TestFromSettings:
         )
         assert server.headers == {"Authorization": "Bearer hermes-token-abcdef"}
         assert "hermes-token-abcdef" in server.secret_values()
+        assert server.oikos
 
     def test_file_wins_over_oikos_url(self, settings: Any, tmp_path: Path) -> None:
         settings.HERMES_MCP_CONFIG = str(write(tmp_path, {"garra": {"command": "garra"}}))
