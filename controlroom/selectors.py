@@ -22,7 +22,7 @@ from agent.engine.approvals import REQUEST_EXECUTION, approval_from_result
 from agent.engine.loop import PREVIEW_CHARS
 from agent.models import Activity, AgentSession, Message, Turn
 from controlroom.models import ApprovalDecision
-from controlroom.transcript import ApprovalItem, NoticeItem, TextItem, ToolItem, TurnView
+from controlroom.transcript import ApprovalItem, NoticeItem, TextItem, ThinkingItem, ToolItem, TurnView
 
 SESSION_TURNS_SHOWN = 200
 
@@ -106,8 +106,9 @@ def _turn_view(turn: Turn, messages: list[tuple[str, list[dict[str, Any]]]], cal
         stop_reason=turn.stop_reason,
         iterations=turn.iterations,
         usage=dict(turn.usage or {}),
+        model=turn.model,
     )
-    block = 0
+    block = thinking = 0
     for index, (role, content) in enumerate(messages):
         if role == Message.Role.USER and index == 0:
             view.question = _text_of(content)
@@ -117,6 +118,12 @@ def _turn_view(turn: Turn, messages: list[tuple[str, list[dict[str, Any]]]], cal
             if role == Message.Role.ASSISTANT and kind == "text" and part.get("text"):
                 view.items.append(TextItem(block=block, text=str(part["text"]), done=True))
                 block += 1
+            elif role == Message.Role.ASSISTANT and kind in ("thinking", "redacted_thinking"):
+                text = str(part.get("thinking", "")) if kind == "thinking" else ""
+                view.items.append(
+                    ThinkingItem(block=thinking, text=text, done=True, redacted=kind == "redacted_thinking")
+                )
+                thinking += 1
             elif role == Message.Role.ASSISTANT and kind == "tool_use":
                 call = calls.get(str(part.get("id", "")))
                 view.items.append(_tool_item(part, call, turn_running=view.status == Turn.Status.RUNNING))
