@@ -32,6 +32,8 @@ class SessionSummary:
     created_at: datetime.datetime
     last_active_at: datetime.datetime
     turn_count: int
+    # The model the session was switched to; empty: the default.
+    model: str = ""
 
 
 @dataclass(frozen=True)
@@ -159,6 +161,7 @@ def _summary(session: AgentSession, turn_count: int) -> SessionSummary:
         created_at=session.created_at,
         last_active_at=session.last_active_at,
         turn_count=turn_count,
+        model=session.model,
     )
 
 

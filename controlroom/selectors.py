@@ -44,6 +44,20 @@ def session_title(*, session_id: uuid.UUID) -> str:
     return AgentSession.objects.filter(pk=session_id).values_list("title", flat=True).first() or ""
 
 
+def session_model(*, session_id: uuid.UUID | None) -> str:
+    """The model the session's next turn uses unless the operator picks another: the one it was
+    switched to (while the allowlist still offers it), else the default."""
+    chosen = AgentSession.objects.filter(pk=session_id).values_list("model", flat=True).first() if session_id else ""
+    return chosen if chosen and chosen in settings.HERMES_MODELS else settings.HERMES_MODEL
+
+
+def model_picker(*, session_id: uuid.UUID | None) -> dict[str, Any]:
+    """What the composer's model selector shows: the models offered (none when there is no choice)
+    and the one selected."""
+    offered = list(settings.HERMES_MODELS)
+    return {"models": offered if len(offered) > 1 else [], "model": session_model(session_id=session_id)}
+
+
 def sessions_recent(*, query: str = "", limit: int = 30) -> list[SessionRow]:
     """Sessions, most recently active first; `query` matches the title or the start of the id."""
     sessions = AgentSession.objects.order_by("-last_active_at")
