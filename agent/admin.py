@@ -47,12 +47,22 @@ def _result_text(content: Any) -> str:
 
 
 def content_render(blocks: list[dict[str, Any]]) -> SafeString:
-    """Anthropic content blocks as readable HTML: text, tool calls and tool results."""
+    """Anthropic content blocks as readable HTML: text, thinking, tool calls and tool results
+    (never a thinking block's signature or redacted data: opaque, and of no use to a reader)."""
     rows = []
     for block in blocks if isinstance(blocks, list) else []:
         kind = block.get("type")
         if kind == "text":
             rows.append(format_html('<div class="hermes-text">{}</div>', block.get("text", "")))
+        elif kind == "thinking":
+            rows.append(
+                format_html(
+                    '<details class="hermes-thinking"><summary>thinking</summary>{}</details>',
+                    block.get("thinking", ""),
+                )
+            )
+        elif kind == "redacted_thinking":
+            rows.append(format_html("<div><em>{}</em></div>", "[thinking redacted by the API's safety systems]"))
         elif kind == "tool_use":
             rows.append(
                 format_html(
@@ -105,7 +115,7 @@ class ReadOnlyInline(_NoWrites, admin.TabularInline):
 
 class TurnInline(ReadOnlyInline):
     model = Turn
-    fields = ("correlation", "status", "stop_reason", "iterations", "tokens", "started_at", "finished_at")
+    fields = ("correlation", "status", "stop_reason", "model", "iterations", "tokens", "started_at", "finished_at")
     readonly_fields = fields
 
     @admin.display(description="correlation id")
@@ -136,7 +146,7 @@ class MessageInline(ReadOnlyInline):
 
 @admin.register(AgentSession)
 class AgentSessionAdmin(ReadOnlyAdmin):
-    list_display = ["title", "actor", "origin", "created_at", "last_active_at"]
+    list_display = ["title", "actor", "origin", "model", "created_at", "last_active_at"]
     list_filter = ["origin", "turns__status"]
     search_fields = ["title", "actor"]
     readonly_fields = [

@@ -14,10 +14,10 @@ What travels through the layer, and why:
   numbered from 0 (`turn_start`) so a listener can tell it missed one. `through` is the number of
   the turn's *engine* events (`TurnHandle.log`, the numbering of `/chat`'s SSE ids) that this and
   the earlier messages carry, so a follower in another process can resume by engine number (see
-  `turn.replay`). Text deltas are coalesced for
+  `turn.replay`). Text and thinking deltas are coalesced for
   `COALESCE_SECONDS` (the in-memory layer silently drops messages past a channel's capacity; per
-  token deltas would flood it), and when a text block ends a `text_end` event carries its full
-  text, so a dropped delta never corrupts the rendered answer.
+  token deltas would flood it), and when a block ends a `text_end` (or `thinking_end`) event
+  carries its full text, so a dropped delta never corrupts the rendered answer.
 - `turn.stop` and `turn.state.request` to `turn_group(turn)`: only the owning process's control
   channel is in that group, so Stop (any tab, `POST /turns/<id>/stop`) in any process reaches the
   one process that can cancel the task, and a socket that (re)connects mid-turn gets the turn so
@@ -48,7 +48,7 @@ from channels.layers import BaseChannelLayer, get_channel_layer
 from django.utils import timezone
 
 from agent import selectors, services
-from agent.engine.events import Done, Event, TextDelta
+from agent.engine.events import Done, Event, TextDelta, ThinkingDelta
 from agent.engine.runner import TurnHandle
 
 logger = logging.getLogger(__name__)
@@ -86,7 +86,8 @@ class LiveTurn:
 
     def record(self, event: dict[str, Any]) -> None:
         last = self.log[-1] if self.log else None
-        if event["type"] == "text" and last and last["type"] == "text" and last["block"] == event["block"]:
+        streamed = event["type"] in ("text", "thinking")
+        if streamed and last and last["type"] == event["type"] and last["block"] == event["block"]:
             last["text"] += event["text"]
         else:
             self.log.append(dict(event))
@@ -144,6 +145,7 @@ class TurnRegistry:
                 "session_id": str(handle.session_id),
                 "question": handle.question,
                 "actor": handle.actor,
+                "model": handle.model,
                 "started_at": timezone.now().isoformat(),
             },
         )
@@ -192,29 +194,38 @@ class TurnRegistry:
     # --- the pump --------------------------------------------------------------------------------
 
     async def _pump(self, live: LiveTurn) -> None:
-        """Publish one turn's events, coalescing text, until `done`."""
+        """Publish one turn's events, coalescing text and thinking, until `done`."""
         loop = asyncio.get_running_loop()
         group = session_group(live.handle.session_id)
         queue: asyncio.Queue[Event] = asyncio.Queue()
         reader = asyncio.create_task(self._read(live.handle, queue))
-        block: int | None = None
+        # The block being streamed: ("text" or "thinking", its number), and whether it is redacted.
+        block: tuple[str, int] | None = None
+        redacted = False
         block_text = pending = ""
         flush_at: float | None = None
-        # Engine events read so far, and the number of the last text delta among them.
+        # Engine events read so far, and the number of the last delta among them.
         consumed = text_through = 0
+
+        def delta(kind: str, number: int, text: str) -> dict[str, Any]:
+            shown: dict[str, Any] = {"type": kind, "block": number, "text": text}
+            if kind.startswith("thinking"):
+                shown["redacted"] = redacted
+            return shown
 
         async def flush() -> None:
             nonlocal pending, flush_at
             if pending and block is not None:
-                await self._publish(live, group, {"type": "text", "block": block, "text": pending}, text_through)
+                await self._publish(live, group, delta(*block, pending), text_through)
             pending, flush_at = "", None
 
         async def block_end() -> None:
-            nonlocal block, block_text
+            nonlocal block, block_text, redacted
             await flush()
             if block is not None:
-                await self._publish(live, group, {"type": "text_end", "block": block, "text": block_text}, text_through)
-            block, block_text = None, ""
+                kind, number = block
+                await self._publish(live, group, delta(f"{kind}_end", number, block_text), text_through)
+            block, block_text, redacted = None, "", False
 
         try:
             await self._publish(live, group, live.start, 0, numbered_from_zero=True)
@@ -227,10 +238,11 @@ class TurnRegistry:
                     await flush()
                     continue
                 consumed += 1
-                if isinstance(event, TextDelta):
-                    if block is not None and event.block != block:
+                if isinstance(event, TextDelta | ThinkingDelta):
+                    if block is not None and (event.type, event.block) != block:
                         await block_end()
-                    block = event.block
+                    block = (event.type, event.block)
+                    redacted = redacted or (isinstance(event, ThinkingDelta) and event.redacted)
                     pending += event.text
                     block_text += event.text
                     text_through = consumed
@@ -382,6 +394,7 @@ async def turns_interrupted_publish(turn_ids: list[uuid.UUID]) -> None:
             iterations=turn.iterations,
             usage=dict(turn.usage),
             status=turn.status,
+            model=turn.model,
         )
         message = {
             "type": "turn.event",

@@ -83,9 +83,11 @@ class LLMFailure:
     retry_after: float | None = None
 
 
-def llm_failure(exc: BaseException) -> LLMFailure:
-    """Classify an exception of the SDK or its HTTP client."""
-    return LLMFailure(message=llm_error_describe(exc), retryable=_retryable(exc), retry_after=_retry_after(exc))
+def llm_failure(exc: BaseException, *, model: str | None = None) -> LLMFailure:
+    """Classify an exception of the SDK or its HTTP client (`model`: the one the call asked for)."""
+    return LLMFailure(
+        message=llm_error_describe(exc, model=model), retryable=_retryable(exc), retry_after=_retry_after(exc)
+    )
 
 
 def llm_retry_delay(failure: LLMFailure, *, attempt: int) -> float | None:
@@ -99,19 +101,19 @@ def llm_retry_delay(failure: LLMFailure, *, attempt: int) -> float | None:
     return min(BACKOFF_INITIAL * 2 ** (attempt - 1), BACKOFF_MAX) * (1 - 0.25 * random.random())
 
 
-def llm_error_describe(exc: BaseException) -> str:
+def llm_error_describe(exc: BaseException, *, model: str | None = None) -> str:
     """One sentence for the operator about why the model call failed (never the request body).
 
     Redacted: a server's error message may quote the key it was sent.
     """
-    return redact(_llm_error_text(exc))
+    return redact(_llm_error_text(exc, model=model or settings.HERMES_MODEL))
 
 
-def _llm_error_text(exc: BaseException) -> str:
+def _llm_error_text(exc: BaseException, *, model: str) -> str:
     if isinstance(exc, anthropic.AuthenticationError):
         return "The model API rejected the credentials (401): check ANTHROPIC_API_KEY."
     if isinstance(exc, anthropic.NotFoundError):
-        return f"The model API does not know the model {settings.HERMES_MODEL!r} (404): check HERMES_MODEL."
+        return f"The model API does not know the model {model!r} (404): check HERMES_MODEL and HERMES_MODELS."
     if isinstance(exc, anthropic.APIStatusError):
         message = _api_error_message(exc)
         kind = _api_error_type(exc)

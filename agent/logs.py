@@ -163,6 +163,9 @@ def logging_config(*, log_format: str, level: str) -> dict[str, Any]:
             # Replace the handlers Django's default configuration gives these (unfiltered ones).
             "django": {"handlers": [], "level": "NOTSET", "propagate": True},
             "django.server": {"handlers": [], "level": "NOTSET", "propagate": True},
+            # Its DEBUG lines dump whole request bodies (questions, tool results, the model's
+            # thinking): never shown, whatever HERMES_LOG_LEVEL says.
+            "anthropic": {"level": "INFO"},
             "httpx2": {"level": "WARNING"},
             "httpcore2": {"level": "WARNING"},
             "mcp": {"level": "WARNING"},

@@ -20,6 +20,8 @@ class AgentSession(models.Model):
     actor = models.CharField(max_length=150)
     # Where the session was opened: cli, api, ui, mcp, a2a. Informational only.
     origin = models.CharField(max_length=20, blank=True)
+    # The model the operator picked for this session; empty: the configured default (HERMES_MODEL).
+    model = models.CharField(max_length=100, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     last_active_at = models.DateTimeField(auto_now_add=True)
     # The context in use: the tokens of the session's last model request plus its answer (what the
@@ -89,6 +91,7 @@ class Turn(models.Model):
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.RUNNING)
     stop_reason = models.CharField(max_length=40, blank=True)
     error = models.TextField(blank=True)
+    # The model that answered: the session's pick when the turn began, else the default.
     model = models.CharField(max_length=100, blank=True)
     # {"input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"}
     usage = models.JSONField(default=dict)
@@ -131,7 +134,8 @@ class Message(models.Model):
     session = models.ForeignKey(AgentSession, on_delete=models.CASCADE, related_name="messages")
     turn = models.ForeignKey(Turn, on_delete=models.CASCADE, related_name="messages", null=True, blank=True)
     role = models.CharField(max_length=10, choices=Role.choices)
-    # A list of Anthropic content blocks (text, tool_use, tool_result, image), replayed verbatim.
+    # A list of Anthropic content blocks (text, thinking with its signature, tool_use, tool_result,
+    # image), replayed verbatim (the thinking of settled turns is left out, `engine.thinking`).
     content = models.JSONField()
     kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.MESSAGE, blank=True)
     # For a summary: the id of the last message it replaces.

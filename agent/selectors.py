@@ -33,6 +33,8 @@ class SessionSummary:
     created_at: datetime.datetime
     last_active_at: datetime.datetime
     turn_count: int
+    # The model the session was switched to; empty: the default.
+    model: str = ""
 
 
 @dataclass(frozen=True)
@@ -191,6 +193,7 @@ def _summary(session: AgentSession, turn_count: int) -> SessionSummary:
         created_at=session.created_at,
         last_active_at=session.last_active_at,
         turn_count=turn_count,
+        model=session.model,
     )
 
 

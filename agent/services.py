@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime
 import uuid
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,6 +49,8 @@ class TurnBegun:
     history: list[tuple[str, list[dict[str, Any]]]]
     # Turns (of any session) found orphaned and interrupted on the way.
     interrupted: list[uuid.UUID]
+    # The model this turn uses (recorded on the turn).
+    model: str = ""
 
 
 def session_title_from(text: str) -> str:
@@ -151,9 +154,15 @@ def turn_begin(
     origin: str,
     text: str,
     model: str,
+    model_choice: str | None = None,
+    models_allowed: Collection[str] = (),
     stale_after: float | None = None,
 ) -> TurnBegun:
     """Open (or resume) a session and store the user's question before any model call.
+
+    The turn uses the session's model: `model_choice` when given (the operator picks one; the
+    session remembers it from now on), else the one picked earlier, else `model` (the default). A
+    model picked earlier that `models_allowed` no longer lists gives way to the default.
 
     The question is committed first so that nothing the operator typed is lost if the model, a
     tool or the process fails afterwards.
@@ -171,6 +180,8 @@ def turn_begin(
             origin=origin,
             text=text,
             model=model,
+            model_choice=model_choice,
+            models_allowed=models_allowed,
             owner=owner,
             stale_after=stale_after,
         )
@@ -183,13 +194,17 @@ def _turn_begin(
     origin: str,
     text: str,
     model: str,
+    model_choice: str | None,
+    models_allowed: Collection[str],
     owner: uuid.UUID,
     stale_after: float | None,
 ) -> TurnBegun:
     interrupted = turns_interrupt_orphaned(stale_after=stale_after)
     created = False
     if session_id is None:
-        session = AgentSession.objects.create(actor=actor, origin=origin, title=session_title_from(text))
+        session = AgentSession.objects.create(
+            actor=actor, origin=origin, title=session_title_from(text), model=model_choice or ""
+        )
         created = True
     else:
         found = AgentSession.objects.select_for_update().filter(pk=session_id).first()
@@ -203,19 +218,27 @@ def _turn_begin(
         _session_repair(session)
         if not session.title:
             session.title = session_title_from(text)
+        if model_choice is not None:
+            session.model = model_choice
 
+    used = session.model if session.model and (not models_allowed or session.model in models_allowed) else model
     now = timezone.now()
-    turn = Turn.objects.create(session=session, actor=actor, model=model, owner=owner, heartbeat_at=now)
+    turn = Turn.objects.create(session=session, actor=actor, model=used, owner=owner, heartbeat_at=now)
     # Counted as running here before the commit, so a sweep in this process between the commit and
     # the turn's task starting cannot take it for an orphan.
     presence.turn_running_add(turn.pk)
     Message.objects.create(session=session, turn=turn, role=Message.Role.USER, content=[{"type": "text", "text": text}])
     session.last_active_at = now
-    session.save(update_fields=["title", "last_active_at"])
+    session.save(update_fields=["title", "model", "last_active_at"])
     # What the model is sent: from the latest summary on, old tool results cleared (engine.context).
     history = session_context(session).history()
     return TurnBegun(
-        session_id=session.pk, turn_id=turn.pk, session_created=created, history=history, interrupted=interrupted
+        session_id=session.pk,
+        turn_id=turn.pk,
+        session_created=created,
+        history=history,
+        interrupted=interrupted,
+        model=used,
     )
 
 

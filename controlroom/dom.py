@@ -32,6 +32,14 @@ def block_dom_id(turn_id: str | uuid.UUID, block: int) -> str:
     return f"blk-{uuid.UUID(str(turn_id))}-{int(block)}"
 
 
+def thinking_dom_id(turn_id: str | uuid.UUID, block: int) -> str:
+    return f"thk-{uuid.UUID(str(turn_id))}-{int(block)}"
+
+
+def thinking_text_dom_id(turn_id: str | uuid.UUID, block: int) -> str:
+    return f"thkt-{uuid.UUID(str(turn_id))}-{int(block)}"
+
+
 def chip_dom_id(turn_id: str | uuid.UUID, tool_use_id: str) -> str:
     return f"chip-{uuid.UUID(str(turn_id))}-{dom_key(tool_use_id)}"
 

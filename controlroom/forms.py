@@ -17,6 +17,8 @@ class AskForm(forms.Form):
     message = forms.CharField(strip=True, error_messages={"required": "Type a question for Hermes first."})
     session = forms.UUIDField(required=False)
     place = forms.ChoiceField(choices=PLACES, required=False)
+    # Checked against HERMES_MODELS by the engine, which says which models are offered.
+    model = forms.CharField(max_length=100, required=False, strip=True)
 
     def clean_message(self) -> str:
         message: str = self.cleaned_data["message"]

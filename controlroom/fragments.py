@@ -17,7 +17,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from controlroom import dom
 from controlroom.rail import ApprovalState, RailState
-from controlroom.transcript import ApprovalItem, Change, Item, TextItem, TurnView
+from controlroom.transcript import ApprovalItem, Change, Item, TextItem, ThinkingItem, TurnView
 
 Approvals = dict[str, ApprovalState]
 
@@ -65,6 +65,9 @@ def turn_changes(view: TurnView, changes: list[Change], approvals: Approvals) ->
             )
         elif change.kind == "text_append" and isinstance(item, TextItem):
             target = dom.block_dom_id(view.turn_id, item.block)
+            parts.append(format_html('<span hx-swap-oob="beforeend:#{}">{}</span>', target, change.chunk))
+        elif change.kind == "text_append" and isinstance(item, ThinkingItem):
+            target = dom.thinking_text_dom_id(view.turn_id, item.block)
             parts.append(format_html('<span hx-swap-oob="beforeend:#{}">{}</span>', target, change.chunk))
         elif change.kind == "item_update" and item is not None:
             parts.append(item_html(view, item, approvals, oob="true"))

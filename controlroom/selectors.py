@@ -25,7 +25,7 @@ from agent.engine.loop import PREVIEW_CHARS
 from agent.models import Activity, AgentSession, Message, Turn
 from agent.selectors import ContextInUse
 from controlroom.models import ApprovalDecision
-from controlroom.transcript import ApprovalItem, NoticeItem, TextItem, ToolItem, TurnView
+from controlroom.transcript import ApprovalItem, NoticeItem, TextItem, ThinkingItem, ToolItem, TurnView
 
 SESSION_TURNS_SHOWN = 200
 
@@ -45,6 +45,20 @@ def session_exists(*, session_id: uuid.UUID) -> bool:
 
 def session_title(*, session_id: uuid.UUID) -> str:
     return AgentSession.objects.filter(pk=session_id).values_list("title", flat=True).first() or ""
+
+
+def session_model(*, session_id: uuid.UUID | None) -> str:
+    """The model the session's next turn uses unless the operator picks another: the one it was
+    switched to (while the allowlist still offers it), else the default."""
+    chosen = AgentSession.objects.filter(pk=session_id).values_list("model", flat=True).first() if session_id else ""
+    return chosen if chosen and chosen in settings.HERMES_MODELS else settings.HERMES_MODEL
+
+
+def model_picker(*, session_id: uuid.UUID | None) -> dict[str, Any]:
+    """What the composer's model selector shows: the models offered (none when there is no choice)
+    and the one selected."""
+    offered = list(settings.HERMES_MODELS)
+    return {"models": offered if len(offered) > 1 else [], "model": session_model(session_id=session_id)}
 
 
 def sessions_recent(*, query: str = "", limit: int = 30) -> list[SessionRow]:
@@ -154,8 +168,9 @@ def _turn_view(turn: Turn, messages: list[tuple[str, list[dict[str, Any]]]], cal
         stop_reason=turn.stop_reason,
         iterations=turn.iterations,
         usage=dict(turn.usage or {}),
+        model=turn.model,
     )
-    block = 0
+    block = thinking = 0
     for index, (role, content) in enumerate(messages):
         if role == Message.Role.USER and index == 0:
             view.question = _text_of(content)
@@ -165,6 +180,12 @@ def _turn_view(turn: Turn, messages: list[tuple[str, list[dict[str, Any]]]], cal
             if role == Message.Role.ASSISTANT and kind == "text" and part.get("text"):
                 view.items.append(TextItem(block=block, text=str(part["text"]), done=True))
                 block += 1
+            elif role == Message.Role.ASSISTANT and kind in ("thinking", "redacted_thinking"):
+                text = str(part.get("thinking", "")) if kind == "thinking" else ""
+                view.items.append(
+                    ThinkingItem(block=thinking, text=text, done=True, redacted=kind == "redacted_thinking")
+                )
+                thinking += 1
             elif role == Message.Role.ASSISTANT and kind == "tool_use":
                 call = calls.get(str(part.get("id", "")))
                 view.items.append(_tool_item(part, call, turn_running=view.status == Turn.Status.RUNNING))

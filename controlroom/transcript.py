@@ -1,10 +1,10 @@
 """A turn as the control room shows it, built from live events or from the database.
 
-`TurnView` folds the turn's events (the engine's `text`, `tool_use`, `tool_result`, `approval`,
-`error`, `done`, plus the control room's own `text_end` carrying a finished block's full text) into
-items in display order. `apply()` returns what changed, so a consumer re-renders only that; a fresh
-view fed the whole log renders the turn in one piece (a snapshot). Everything here is plain data:
-no HTML, no database.
+`TurnView` folds the turn's events (the engine's `text`, `thinking`, `tool_use`, `tool_result`,
+`approval`, `error`, `done`, plus the control room's own `text_end` and `thinking_end` carrying a
+finished block's full text) into items in display order. `apply()` returns what changed, so a
+consumer re-renders only that; a fresh view fed the whole log renders the turn in one piece (a
+snapshot). Everything here is plain data: no HTML, no database.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-ItemKind = Literal["text", "tool", "approval", "notice"]
+ItemKind = Literal["text", "thinking", "tool", "approval", "notice"]
 
 
 @dataclass
@@ -22,6 +22,18 @@ class TextItem:
     # A finished block is shown as rendered Markdown; a streaming one as escaped text.
     done: bool = False
     kind: ItemKind = "text"
+
+
+@dataclass
+class ThinkingItem:
+    """The model's thinking (its summary, as the API provides it): shown collapsed, as plain text."""
+
+    block: int
+    text: str = ""
+    done: bool = False
+    # Encrypted by the API's safety systems: there is nothing to read.
+    redacted: bool = False
+    kind: ItemKind = "thinking"
 
 
 @dataclass
@@ -84,7 +96,7 @@ class NoticeItem:
     kind: ItemKind = "notice"
 
 
-Item = TextItem | ToolItem | ApprovalItem | NoticeItem
+Item = TextItem | ThinkingItem | ToolItem | ApprovalItem | NoticeItem
 
 ChangeKind = Literal["item_new", "text_append", "item_update", "finished"]
 
@@ -105,6 +117,8 @@ class TurnView:
     # Who asked: `operator:<name>`, `peer:<agent>` (a turn a script or a peer started shows as theirs).
     asked_by: str = ""
     started_at: str = ""
+    # The model answering the turn (the session's pick, or the default).
+    model: str = ""
     status: str = "running"
     stop_reason: str = ""
     iterations: int = 0
@@ -124,6 +138,12 @@ class TurnView:
                 return item
         return None
 
+    def thinking_block(self, block: int) -> ThinkingItem | None:
+        for item in self.items:
+            if isinstance(item, ThinkingItem) and item.block == block:
+                return item
+        return None
+
     def tool_item(self, tool_use_id: str) -> ToolItem | None:
         for item in self.items:
             if isinstance(item, ToolItem) and item.tool_use_id == tool_use_id:
@@ -140,6 +160,13 @@ class TurnView:
             return self._text(int(event.get("block", 0)), str(event.get("text", "")))
         if kind == "text_end":
             return self._text_end(int(event.get("block", 0)), str(event.get("text", "")))
+        if kind in ("thinking", "thinking_end"):
+            return self._thinking(
+                int(event.get("block", 0)),
+                str(event.get("text", "")),
+                redacted=bool(event.get("redacted")),
+                end=kind == "thinking_end",
+            )
         if kind == "tool_use":
             arguments = event.get("input")
             item = ToolItem(
@@ -184,6 +211,7 @@ class TurnView:
             self.iterations = int(event.get("iterations", 0) or 0)
             usage = event.get("usage")
             self.usage = dict(usage) if isinstance(usage, dict) else {}
+            self.model = str(event.get("model") or self.model)
             # A turn that ended mid-block (cancelled, failed) still shows its text rendered.
             changes = [Change("item_update", item) for item in self._close_open_blocks()]
             return [*changes, Change("finished")]
@@ -214,10 +242,31 @@ class TurnView:
         item.text, item.done = text, True
         return [Change("item_update", item)]
 
-    def _close_open_blocks(self) -> list[TextItem]:
-        closed = []
+    def _thinking(self, block: int, chunk: str, *, redacted: bool, end: bool) -> list[Change]:
+        item = self.thinking_block(block)
+        if item is None:
+            if not chunk and not redacted:
+                return []
+            item = ThinkingItem(block=block, text=chunk, done=end, redacted=redacted)
+            self.items.append(item)
+            return [Change("item_new", item)]
+        if end:
+            # The full text wins over the deltas; redrawn only when they missed something, so an
+            # element the operator opened stays open.
+            item.done = True
+            if item.text == chunk:
+                return []
+            item.text = chunk
+            return [Change("item_update", item)]
+        if item.done or not chunk:
+            return []
+        item.text += chunk
+        return [Change("text_append", item, chunk=chunk)]
+
+    def _close_open_blocks(self) -> list[TextItem | ThinkingItem]:
+        closed: list[TextItem | ThinkingItem] = []
         for item in self.items:
-            if isinstance(item, TextItem) and not item.done:
+            if isinstance(item, TextItem | ThinkingItem) and not item.done:
                 item.done = True
                 closed.append(item)
         return closed
@@ -231,6 +280,7 @@ def turn_view_replay(start: dict[str, Any], events: list[dict[str, Any]]) -> Tur
         question=str(start.get("question", "")),
         asked_by=str(start.get("actor", "")),
         started_at=str(start.get("started_at", "")),
+        model=str(start.get("model", "")),
     )
     for event in events:
         view.apply(event)

@@ -226,6 +226,20 @@ LOGGING = logging_config(log_format=HERMES_LOG_FORMAT, level=HERMES_LOG_LEVEL)
 ANTHROPIC_API_KEY = env_str("ANTHROPIC_API_KEY")
 ANTHROPIC_BASE_URL = env_str("ANTHROPIC_BASE_URL")
 HERMES_MODEL = env_str("HERMES_MODEL", "claude-sonnet-5")
+# The models an operator may pick for a session (control room, `/chat`'s `model`, `ask --model`).
+# HERMES_MODEL is always among them: it is what a session without a choice uses.
+HERMES_MODELS = tuple(
+    dict.fromkeys([HERMES_MODEL, *(name.strip() for name in env_str("HERMES_MODELS").split(",") if name.strip())])
+)
+# Thinking: `adaptive` lets the model decide when and how much to think (a budget derived from the
+# effort on models that predate adaptive thinking); `off` sends no thinking setting, so the model's
+# default applies (no thinking, except on models that always think).
+HERMES_THINKING = env_str("HERMES_THINKING", "adaptive").strip().lower() or "adaptive"
+if HERMES_THINKING not in ("adaptive", "off"):
+    raise ImproperlyConfigured(f"HERMES_THINKING must be adaptive or off, not {HERMES_THINKING!r}")
+HERMES_EFFORT = env_str("HERMES_EFFORT", "high").strip().lower() or "high"
+if HERMES_EFFORT not in ("low", "medium", "high"):
+    raise ImproperlyConfigured(f"HERMES_EFFORT must be low, medium or high, not {HERMES_EFFORT!r}")
 HERMES_SOUL_PATH = env_str("HERMES_SOUL_PATH", str(BASE_DIR / "agent" / "SOUL.md"))
 
 # --- Hermes: the context window (agent/engine/context.py) ----------------------------------------
@@ -246,7 +260,8 @@ HERMES_TOKEN_COUNTING = env_bool("HERMES_TOKEN_COUNTING", True)
 # --- Hermes: budgets of one turn -------------------------------------------------------------------
 
 HERMES_MAX_ITERATIONS = env_int("HERMES_MAX_ITERATIONS", 15, minimum=1)
-HERMES_MAX_TOKENS = env_int("HERMES_MAX_TOKENS", 4096, minimum=1)
+# Thinking counts toward it: room for the model to think and still answer in one response.
+HERMES_MAX_TOKENS = env_int("HERMES_MAX_TOKENS", 16_000, minimum=1)
 HERMES_TURN_TOKEN_BUDGET = env_int("HERMES_TURN_TOKEN_BUDGET", 400_000, minimum=1)
 HERMES_TURN_TIMEOUT = env_float("HERMES_TURN_TIMEOUT", 600.0, minimum=1.0)
 HERMES_TOOL_RESULT_MAX_CHARS = env_int("HERMES_TOOL_RESULT_MAX_CHARS", 20_000, minimum=200)

@@ -87,6 +87,22 @@ def fields_check(body: dict[str, Any], *, allowed: Iterable[str]) -> None:
         )
 
 
+MODEL_NAME_MAX = 100
+
+
+def model_parse(raw: object) -> str | None:
+    """A `model` from a body: absent (None) keeps the session's; otherwise a model name, which
+    the engine then checks against the allowlist (`model_not_allowed`)."""
+    if raw is None:
+        return None
+    if not isinstance(raw, str) or not raw.strip() or len(raw) > MODEL_NAME_MAX:
+        shown = repr(raw) if isinstance(raw, str) and len(raw) <= 80 else _json_type(raw)
+        raise ApiError(
+            400, "invalid_model", f"model must be a model name (a string of at most {MODEL_NAME_MAX}), not {shown}."
+        )
+    return raw.strip()
+
+
 def session_id_parse(raw: object) -> uuid.UUID:
     """A `session_id` from a body or a path: a UUID in its usual 8-4-4-4-12 form."""
     return _id_parse(raw, field="session_id", what="a session id")

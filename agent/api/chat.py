@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.http import HttpRequest, StreamingHttpResponse
 
-from agent.api.bodies import fields_check, json_object_read, session_id_parse
+from agent.api.bodies import fields_check, json_object_read, model_parse, session_id_parse
 from agent.api.errors import ApiError, api_view
 from agent.api.operator import request_actor
 from agent.api.sse import turn_event_stream
@@ -16,6 +16,7 @@ from agent.tools import MCPConfigError, tool_hub
 # What each refusal of the engine means over HTTP; all are answered before anything is stored.
 REJECTION_STATUS = {
     "invalid_message": 400,
+    "model_not_allowed": 400,
     "message_too_large": 413,
     "session_not_found": 404,
     "session_busy": 409,
@@ -29,7 +30,7 @@ REJECTION_STATUS = {
 async def chat(request: HttpRequest) -> StreamingHttpResponse:
     """Start a turn and stream its events; errors before the turn starts are JSON 4xx/503."""
     body = json_object_read(request)
-    fields_check(body, allowed=("message", "session_id"))
+    fields_check(body, allowed=("message", "session_id", "model"))
     message = body.get("message")
     if message is None:
         raise ApiError(400, "invalid_message", 'The body needs a "message": the question, as a string.')
@@ -37,6 +38,7 @@ async def chat(request: HttpRequest) -> StreamingHttpResponse:
         raise ApiError(400, "invalid_message", '"message" must be a string.')
     # Absent or null: a new session.
     session_id = None if body.get("session_id") is None else session_id_parse(body["session_id"])
+    model = model_parse(body.get("model"))
     try:
         hub = tool_hub()
     except MCPConfigError as exc:
@@ -48,6 +50,7 @@ async def chat(request: HttpRequest) -> StreamingHttpResponse:
             origin="api",
             session_id=session_id,
             hub=hub,
+            model=model,
         )
     except TurnRejected as rejected:
         raise ApiError(REJECTION_STATUS.get(rejected.code, 400), rejected.code, rejected.message) from None

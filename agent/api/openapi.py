@@ -1,7 +1,8 @@
 """`GET /openapi.json`: the API's description, shipped as `openapi.json` beside this module.
 
 The served copy names the URL prefix as its server, so tools that read it call the right paths
-behind a proxy.
+behind a proxy, and lists the models this server offers (`HERMES_MODELS`) as the values of
+`/chat`'s `model`, so a client can tell which it may pick.
 """
 
 from __future__ import annotations
@@ -30,4 +31,5 @@ def openapi_document() -> dict[str, Any]:
 async def openapi(request: HttpRequest) -> JsonResponse:
     document = copy.deepcopy(openapi_document())
     document["servers"] = [{"url": settings.HERMES_URL_PREFIX or "/"}]
+    document["components"]["schemas"]["ChatRequest"]["properties"]["model"]["enum"] = list(settings.HERMES_MODELS)
     return JsonResponse(document)

@@ -102,6 +102,7 @@ def _session_json(summary: selectors.SessionSummary) -> dict[str, Any]:
         "created_at": summary.created_at,
         "last_active_at": summary.last_active_at,
         "turn_count": summary.turn_count,
+        "model": summary.model,
     }
 
 

@@ -45,7 +45,7 @@ logger = logging.getLogger(__name__)
 # How many live messages a follower holds while it waits for the owner's replay.
 HELD_LIMIT = 10_000
 # Not engine events: the registry's own markers, which a follower of the layer skips.
-_REGISTRY_ONLY = frozenset({"turn_start", "text_end"})
+_REGISTRY_ONLY = frozenset({"turn_start", "text_end", "thinking_end"})
 
 
 @api_view("GET")

@@ -16,7 +16,7 @@ FINAL_ANSWER_RESERVE_MAX = 60.0
 @dataclass(frozen=True)
 class Budgets:
     max_iterations: int = 15
-    max_tokens: int = 4096
+    max_tokens: int = 16_000
     # Tokens processed across all model calls of the turn (input, cache and output).
     turn_tokens: int = 400_000
     # Wall-clock seconds for the whole turn, the forced final answer included.

@@ -10,7 +10,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-EventType = Literal["text", "tool_use", "tool_result", "approval", "done", "error"]
+EventType = Literal["text", "thinking", "tool_use", "tool_result", "approval", "done", "error"]
 
 
 @dataclass(frozen=True)
@@ -28,6 +28,21 @@ class TextDelta(Event):
     # Index of the assistant text block this delta belongs to, counted across the whole turn, so
     # a renderer knows when one block ends and the next begins.
     block: int = 0
+
+
+@dataclass(frozen=True)
+class ThinkingDelta(Event):
+    """A piece of the model's thinking (its summary, as the API provides it), for the operator only.
+
+    Never part of an answer: peers (A2A, MCP) read only `text`, and the engine never logs it.
+    """
+
+    type: ClassVar[EventType] = "thinking"
+    text: str
+    # Index of the thinking block, counted across the whole turn (apart from text blocks).
+    block: int = 0
+    # A block the API's safety systems encrypted: it has no readable text.
+    redacted: bool = False
 
 
 @dataclass(frozen=True)
@@ -76,6 +91,8 @@ class Done(Event):
     iterations: int
     usage: dict[str, int] = field(default_factory=dict)
     status: str = "done"
+    # The model that answered (the session's pick, or the default).
+    model: str = ""
 
 
 @dataclass(frozen=True)
@@ -88,7 +105,7 @@ class Error(Event):
 def event_from_dict(data: dict[str, Any]) -> Event:
     """Rebuild an event sent through JSON (channel layer, subprocess output)."""
     kind = data.get("type")
-    for cls in (TextDelta, ToolUse, ToolResult, Approval, Done, Error):
+    for cls in (TextDelta, ThinkingDelta, ToolUse, ToolResult, Approval, Done, Error):
         if cls.type == kind:
             fields = {f.name for f in dataclasses.fields(cls)}
             return cls(**{k: v for k, v in data.items() if k in fields})

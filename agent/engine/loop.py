@@ -28,7 +28,7 @@ from agent.engine.budgets import Budgets
 from agent.engine.caching import cache_breakpoints_apply
 from agent.engine.compaction import ContextFull, ContextKeeper
 from agent.engine.context import prompt_too_long
-from agent.engine.events import Done, Error, Event, TextDelta, ToolResult, ToolUse
+from agent.engine.events import Done, Error, Event, TextDelta, ThinkingDelta, ToolResult, ToolUse
 from agent.engine.history import (
     content_strip_cache_control,
     messages_for_api,
@@ -37,6 +37,7 @@ from agent.engine.history import (
 )
 from agent.engine.model_stream import AttemptFailed, TimeLimitReached, model_stream
 from agent.engine.prompt import unreachable_note
+from agent.engine.thinking import ThinkingSettings, thinking_params, thinking_settled_strip
 from agent.engine.truncation import tool_result_bound
 from agent.llm import LLMFailure, llm_retry_delay
 from agent.logs import log_event, turn_context_set
@@ -98,6 +99,7 @@ class TurnState:
     iterations: int = 0
     usage: dict[str, int] = field(default_factory=lambda: dict.fromkeys(USAGE_KEYS, 0))
     text_blocks: int = 0
+    thinking_blocks: int = 0
 
     def tokens_used(self) -> int:
         # Only tokens: usage also counts compaction calls and requests refused as too long.
@@ -120,6 +122,7 @@ class TurnLoop:
         system: str,
         budgets: Budgets,
         emit: Emit,
+        thinking: ThinkingSettings | None = None,
     ) -> None:
         self.state = state
         self.hub = hub
@@ -128,6 +131,7 @@ class TurnLoop:
         self.system = system
         self.budgets = budgets
         self.emit = emit
+        self.thinking = thinking or ThinkingSettings()
         self.started = time.monotonic()
         # The turn ends by this moment, whatever it is doing: a model call in flight is cut.
         self.time_limit = self.started + budgets.timeout
@@ -267,7 +271,7 @@ class TurnLoop:
         while True:
             attempt += 1
             started = time.monotonic()
-            emitted, text_blocks = self._emitted, self.state.text_blocks
+            emitted, text_blocks, thinking_blocks = self._emitted, self.state.text_blocks, self.state.thinking_blocks
             self._stream = None
             try:
                 message = await model_stream(
@@ -307,8 +311,8 @@ class TurnLoop:
                 self._model_call_observe(
                     started, outcome="retry", attempt=attempt, error=failed.failure.message, retry_in=delay
                 )
-                # Nothing of the failed attempt was shown; its empty text block never existed.
-                self.state.text_blocks = text_blocks
+                # Nothing of the failed attempt was shown; its empty blocks never existed.
+                self.state.text_blocks, self.state.thinking_blocks = text_blocks, thinking_blocks
                 await asyncio.sleep(delay)
                 continue
             break
@@ -320,7 +324,8 @@ class TurnLoop:
         self._last_stop_reason = message.stop_reason
         content = content_strip_cache_control(cast(list[Block], message.to_param()["content"]))
         if final or message.stop_reason == "max_tokens":
-            # No tools may run now: keep only what was said (a cut-off tool call is unusable).
+            # No tools may run now: keep only what was said (a cut-off tool call is unusable; the
+            # thinking before it is needed by no later request of this turn).
             content = [block for block in content if block["type"] == "text" and block["text"]]
             if not content and final:
                 content = [self._fallback_text()]
@@ -340,7 +345,7 @@ class TurnLoop:
         tools, system, messages = cache_breakpoints_apply(
             tools=self.tools,
             system=self.system,
-            messages=messages_for_api(self.state.messages),
+            messages=thinking_settled_strip(messages_for_api(self.state.messages)),
             system_note=self.system_note,
         )
         params: dict[str, Any] = {
@@ -348,6 +353,7 @@ class TurnLoop:
             "max_tokens": self.budgets.max_tokens,
             "system": system,
             "messages": messages,
+            **thinking_params(self.model, self.thinking, max_tokens=self.budgets.max_tokens),
         }
         if tools:
             params["tools"] = tools
@@ -384,6 +390,15 @@ class TurnLoop:
     def _on_stream_event(self, event: Any, *, final: bool) -> None:
         if event.type == "content_block_start" and event.content_block.type == "text":
             self.state.text_blocks += 1
+        elif event.type == "content_block_start" and event.content_block.type in ("thinking", "redacted_thinking"):
+            self.state.thinking_blocks += 1
+            if event.content_block.type == "redacted_thinking":
+                self._emitted += 1
+                self.emit(ThinkingDelta(text="", block=self.state.thinking_blocks - 1, redacted=True))
+        elif event.type == "thinking" and event.thinking:
+            # Shown to the operator as it streams; never logged, never part of an answer.
+            self._emitted += 1
+            self.emit(ThinkingDelta(text=event.thinking, block=self.state.thinking_blocks - 1))
         elif event.type == "text" and event.text:
             self._emitted += 1
             self.emit(TextDelta(text=event.text, block=self.state.text_blocks - 1))
@@ -640,6 +655,7 @@ class TurnLoop:
                 iterations=self.state.iterations,
                 usage=dict(self.state.usage),
                 status=status,
+                model=self.model,
             )
         )
 

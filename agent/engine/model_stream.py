@@ -75,7 +75,7 @@ async def model_stream(
             raise
         raise AttemptFailed(LLMFailure(f"The model API sent nothing for {silence:g} s (HERMES_LLM_TIMEOUT).")) from None
     except (anthropic.APIError, httpx2.HTTPError, ValueError) as exc:
-        raise AttemptFailed(llm_failure(exc)) from exc
+        raise AttemptFailed(llm_failure(exc, model=str(params.get("model", "")) or None)) from exc
     if message.stop_reason is None:
         raise AttemptFailed(
             LLMFailure("The model's response stream ended before the message was complete.", retryable=True)

@@ -22,6 +22,7 @@ from agent.engine.budgets import Budgets
 from agent.engine.events import Done, Event
 from agent.engine.loop import TurnLoop, TurnState
 from agent.engine.prompt import PersonaFileError, system_prompt_build
+from agent.engine.thinking import ThinkingSettings
 from agent.llm import NOT_CONFIGURED_MESSAGE, LLMNotConfigured, llm_client
 from agent.redaction import redact
 from agent.tools.hub import ToolHub, tool_hub
@@ -53,6 +54,8 @@ class TurnHandle:
     # The question as stored (trimmed, configured secrets redacted), and who asked it.
     question: str = ""
     actor: str = ""
+    # The model answering this turn.
+    model: str = ""
     task: asyncio.Task[None] | None = None
     turn_loop: TurnLoop | None = None
     # Every event so far, so a late subscriber can replay the turn before following it live.
@@ -96,6 +99,19 @@ class TurnHandle:
             await asyncio.shield(self.task)
 
 
+def model_check(model: str | None) -> None:
+    """Refuse a model the operator may not pick (`HERMES_MODELS`); None keeps the session's."""
+    if model is None:
+        return
+    allowed = settings.HERMES_MODELS
+    if model not in allowed:
+        shown = repr(model) if isinstance(model, str) and len(model) <= 100 else "that model"
+        raise TurnRejected(
+            "model_not_allowed",
+            f"The model {shown} is not offered here. Choose one of: {', '.join(allowed)} (HERMES_MODELS).",
+        )
+
+
 def _question_check(text: str) -> str:
     question = text.strip() if isinstance(text, str) else ""
     if not question:
@@ -118,6 +134,7 @@ async def turn_start(
     hub: ToolHub | None = None,
     budgets: Budgets | None = None,
     origin_peer: str | None = None,
+    model: str | None = None,
 ) -> TurnHandle:
     """Validate, store the question, and start the turn in its own task.
 
@@ -125,10 +142,15 @@ async def turn_start(
     see nor call that peer's tools. The turn runs in a fresh context, so this is passed explicitly
     rather than through a context variable.
 
+    `model` switches the session to that model (one of `HERMES_MODELS`) from this turn on; without
+    it the turn uses the model the session was switched to last, or `HERMES_MODEL`.
+
     Raises `TurnRejected` (codes `llm_not_configured`, `invalid_message`, `message_too_large`,
-    `session_not_found`, `session_busy`, `persona_missing`, `shutting_down`) before anything is written.
+    `model_not_allowed`, `session_not_found`, `session_busy`, `persona_missing`, `shutting_down`)
+    before anything is written.
     """
     question = _question_check(text)
+    model_check(model)
     if _shutting_down:
         raise TurnRejected("shutting_down", SHUTDOWN_MESSAGE)
     try:
@@ -147,6 +169,8 @@ async def turn_start(
             origin=origin,
             text=question,
             model=settings.HERMES_MODEL,
+            model_choice=model,
+            models_allowed=settings.HERMES_MODELS,
             stale_after=settings.HERMES_TURN_STALE_SECONDS,
         )
     except services.SessionNotFound:
@@ -167,6 +191,7 @@ async def turn_start(
         session_created=begun.session_created,
         question=question,
         actor=actor,
+        model=begun.model,
     )
     loop = TurnLoop(
         state=TurnState(
@@ -178,10 +203,11 @@ async def turn_start(
         ),
         hub=hub,
         client=client,
-        model=settings.HERMES_MODEL,
+        model=begun.model,
         system=system,
         budgets=budgets or Budgets.from_settings(),
         emit=handle.publish,
+        thinking=ThinkingSettings.from_settings(),
     )
     # A fresh context: the turn must not inherit the request's context (and its cancellation
     # scope) from whichever transport started it.

@@ -69,6 +69,8 @@ for _dom_function in (
     dom.turn_body_dom_id,
     dom.turn_foot_dom_id,
     dom.block_dom_id,
+    dom.thinking_dom_id,
+    dom.thinking_text_dom_id,
     dom.chip_dom_id,
     dom.approval_dom_class,
     dom.decide_form_dom_id,

@@ -62,8 +62,14 @@ async def ask(request: HtmxHttpRequest) -> HttpResponse:
         return await _composer(request, place=place, text=request.POST.get("message", ""), error=error)
     session_id: uuid.UUID | None = form.cleaned_data["session"]
     text: str = form.cleaned_data["message"]
+    # Only a change is a pick: a session left on the selector's default keeps following HERMES_MODEL.
+    picked: str = form.cleaned_data["model"]
+    current = await database_sync_to_async(selectors.session_model)(session_id=session_id)
+    model = picked if picked and picked != current else None
     try:
-        handle = await turn_start(text=text, actor=turn_actor(operator), origin="ui", session_id=session_id)
+        handle = await turn_start(
+            text=text, actor=turn_actor(operator), origin="ui", session_id=session_id, model=model
+        )
     except TurnRejected as rejected:
         error = BUSY if rejected.code == "session_busy" else rejected.message
         return await _composer(request, place=place, session_id=session_id, text=text, error=error)
@@ -115,10 +121,11 @@ async def _composer(
         # Without htmx the whole page comes back, the refusal shown in its composer.
         page = await database_sync_to_async(_home_context)(request, session_id=session_id, text=text, error=error)
         return render(request, "controlroom/home.html", page, status=400 if error else 200)
+    picker = await database_sync_to_async(selectors.model_picker)(session_id=session_id)
     context = {
         "place": place,
         "session_id": str(session_id or ""),
-        "composer": {"text": text, "error": error, "autofocus": True},
+        "composer": {"text": text, "error": error, "autofocus": True, **picker},
     }
     return render(request, "controlroom/partials/composer.html", context)
 

@@ -67,7 +67,12 @@ def conversation_context(
         "ws_url": "/ws/ui/?" + urlencode(query),
         "llm_ready": llm_configured(),
         "llm_missing": NOT_CONFIGURED_MESSAGE,
-        "composer": {"text": text, "error": error, "autofocus": place == "home"},
+        "composer": {
+            "text": text,
+            "error": error,
+            "autofocus": place == "home",
+            **selectors.model_picker(session_id=session_id),
+        },
     }
 
 

@@ -22,12 +22,22 @@
   function transcripts() {
     return document.querySelectorAll(".transcript");
   }
+  // A thinking element or tool chip the operator opened stays open when its turn is redrawn
+  // (a turn is drawn again whole when it finishes).
+  var opened = [];
   document.addEventListener("htmx:wsBeforeMessage", function () {
     transcripts().forEach(function (box) {
       following.set(box, box.scrollHeight - box.scrollTop - box.clientHeight < 80);
     });
+    opened = Array.prototype.map.call(document.querySelectorAll(".transcript details[open][id]"), function (el) {
+      return el.id;
+    });
   });
   document.addEventListener("htmx:wsAfterMessage", function () {
+    opened.forEach(function (id) {
+      var element = document.getElementById(id);
+      if (element && element.tagName === "DETAILS") element.open = true;
+    });
     transcripts().forEach(function (box) {
       if (following.get(box) !== false) box.scrollTop = box.scrollHeight;
     });

@@ -6,7 +6,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from tests.fakes import FakeAnthropic, Reply
+from tests.fakes import FakeAnthropic, Reply, text, thinking
 from tests.fakes.scripted_models import DegradedInvestigator
 from tests.fakes.subprocesses import manage
 
@@ -98,3 +98,44 @@ def test_an_unset_variable_in_the_mcp_config_is_named(manage_env: dict[str, str]
     run = ask("hello?", env={**manage_env, "HERMES_MCP_CONFIG": str(config)})
     assert run.returncode == 2
     assert "HERMES_TEST_UNSET_TOKEN" in run.stderr and "Traceback" not in run.stderr
+
+
+def test_json_mode_shows_thinking_and_the_plain_answer_leaves_it_out(
+    manage_env: dict[str, str], fake_llm: FakeAnthropic
+) -> None:
+    reasoning = "Caddy fronts two services; its health is one call away."
+    fake_llm.enqueue(
+        Reply.blocks([thinking(reasoning), text("Caddy is healthy.")], chunk=10),
+        Reply.blocks([thinking(reasoning), text("Caddy is healthy.")], chunk=10),
+    )
+
+    as_json = ask("is caddy healthy?", "--json", env=manage_env)
+    plain = ask("is caddy healthy?", env=manage_env)
+
+    assert as_json.returncode == 0 and plain.returncode == 0, as_json.stderr + plain.stderr
+    events = [json.loads(line) for line in as_json.stdout.splitlines()]
+    thoughts = [event for event in events if event["type"] == "thinking"]
+    assert len(thoughts) > 2 and "".join(event["text"] for event in thoughts) == reasoning
+    assert {event["block"] for event in thoughts} == {0}
+    assert events[-1]["model"] == "claude-sonnet-5"
+    assert plain.stdout.strip() == "Caddy is healthy."
+    assert reasoning not in plain.stdout + plain.stderr
+    assert "call(s) to claude-sonnet-5" in plain.stderr
+
+
+def test_model_switches_the_session_and_a_model_not_offered_is_refused(
+    manage_env: dict[str, str], fake_llm: FakeAnthropic
+) -> None:
+    env = {**manage_env, "HERMES_MODELS": "claude-opus-5"}
+    fake_llm.enqueue(Reply.text("Opus here."), Reply.text("Still opus."))
+
+    first = ask("who answers?", "--model", "claude-opus-5", "--json", env=env)
+    session_id = json.loads(first.stdout.splitlines()[-1])["session_id"]
+    second = ask("and now?", "--session", session_id, "--json", env=env)
+    refused = ask("and haiku?", "--session", session_id, "--model", "claude-haiku-4-5", env=env)
+
+    assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
+    assert [request.body["model"] for request in fake_llm.requests] == ["claude-opus-5", "claude-opus-5"]
+    assert json.loads(second.stdout.splitlines()[-1])["model"] == "claude-opus-5"
+    assert refused.returncode == 2
+    assert "claude-haiku-4-5" in refused.stderr and "claude-sonnet-5, claude-opus-5" in refused.stderr

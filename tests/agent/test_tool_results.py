@@ -112,7 +112,9 @@ class TestBigResults:
 
     def test_structured_output_sent_twice_is_stored_once_and_capped(self) -> None:
         result = self._structured_twice(3_000_000)
-        total = len(result.content[0].text)
+        first = result.content[0]
+        assert isinstance(first, TextContent)
+        total = len(first.text)
 
         record = tool_result_record(result, max_chars=self.LIMIT)
 
@@ -131,7 +133,9 @@ class TestBigResults:
         result = self._structured_twice(2_000)
         record = tool_result_record(result, max_chars=self.LIMIT)
         assert record["structured_content"] == result.structured_content
-        assert record["content"][0]["text"] == result.content[0].text
+        first = result.content[0]
+        assert isinstance(first, TextContent)
+        assert record["content"][0]["text"] == first.text
         assert "cut" not in record
 
     def test_structured_content_without_text_is_the_copy_kept_capped_as_json_text(self) -> None:

@@ -87,6 +87,7 @@ def _hermes_shared(live_database: LiveDatabase, tmp_path_factory: pytest.TempPat
             HERMES_MAX_MESSAGE_CHARS=str(MAX_MESSAGE_CHARS),
             HERMES_MAX_REQUEST_BYTES=str(MAX_REQUEST_BYTES),
             HERMES_SSE_KEEPALIVE=str(SSE_KEEPALIVE),
+            HERMES_MODELS="claude-opus-5",
         )
         with DaphneServer(database=live_database, env=env, log_path=directory / "daphne.log") as server:
             yield Hermes(server=server, model=model, mcp=mcp, database=live_database)

@@ -218,3 +218,50 @@ async def test_a_started_row_of_a_turn_that_ended_reads_as_outcome_unknown() -> 
     tool = view.items[0]
     assert isinstance(tool, ToolItem) and tool.state == "unknown"
     assert 'class="chip chip-unknown"' in fragments.turn_html(view, {})
+
+
+class TestThinking:
+    def test_thinking_streams_into_a_collapsed_element_before_the_answer(self) -> None:
+        view = turn_view_replay({**START, "model": "claude-opus-5"}, [])
+        first = view.apply({"type": "thinking", "block": 0, "text": "Health <first>", "redacted": False})
+        more = view.apply({"type": "thinking", "block": 0, "text": ", then deps.", "redacted": False})
+        # The full text matches what streamed: nothing is redrawn (an element opened stays open).
+        assert view.apply({"type": "thinking_end", "block": 0, "text": "Health <first>, then deps."}) == []
+        view.apply({"type": "thinking_end", "block": 1, "text": "", "redacted": True})
+        view.apply({"type": "text", "block": 0, "text": "All good."})
+
+        assert [item.kind for item in view.items] == ["thinking", "thinking", "text"]
+        html = fragments.turn_changes(view, first, {})
+        assert "<details" in html and " open" not in html and "Health &lt;first&gt;" in html
+        assert "&lt;first&gt;" not in fragments.turn_changes(view, more, {})
+        assert fragments.turn_changes(view, more, {}).count(", then deps.") == 1
+        redacted = fragments.item_html(view, view.items[1], {})
+        assert "redacted" in redacted
+        assert "claude-opus-5" in fragments.turn_html(view, {})
+
+    @pytest.mark.django_db
+    def test_stored_thinking_is_shown_from_the_database(self) -> None:
+        session = AgentSession.objects.create(actor="operator:alice")
+        turn = Turn.objects.create(session=session, actor="operator:alice", status="done", model="claude-haiku-4-5")
+        Message.objects.create(session=session, turn=turn, role="user", content=[{"type": "text", "text": "q"}])
+        Message.objects.create(
+            session=session,
+            turn=turn,
+            role="assistant",
+            content=[
+                {"type": "thinking", "thinking": "Short plan.", "signature": "c2ln"},
+                {"type": "redacted_thinking", "data": "ZGF0YQ=="},
+                {"type": "text", "text": "Done."},
+            ],
+        )
+
+        view = selectors.turn_view(turn_id=turn.id)
+
+        assert view is not None and view.model == "claude-haiku-4-5"
+        assert [(item.kind, getattr(item, "text", "")) for item in view.items] == [
+            ("thinking", "Short plan."),
+            ("thinking", ""),
+            ("text", "Done."),
+        ]
+        html = fragments.turn_html(view, {})
+        assert "Short plan." in html and "c2ln" not in html and "ZGF0YQ" not in html

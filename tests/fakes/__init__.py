@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tests.fakes.anthropic_api import DEFAULT_API_KEY, DEFAULT_MODELS, FakeAnthropic, RecordedRequest
-from tests.fakes.anthropic_script import ApiError, Reply, text, tool_use
+from tests.fakes.anthropic_script import ApiError, Reply, redacted_thinking, text, thinking, tool_use
 
 __all__ = [
     "DEFAULT_API_KEY",
@@ -12,6 +12,8 @@ __all__ = [
     "FakeAnthropic",
     "RecordedRequest",
     "Reply",
+    "redacted_thinking",
     "text",
+    "thinking",
     "tool_use",
 ]

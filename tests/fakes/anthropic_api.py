@@ -24,6 +24,11 @@ reply is used up): a tool call when the request offers no tools or says `tool_ch
 a call to a tool the request does not offer. So a responder for "a model that always calls tools"
 checks `body.get("tools")` and `body.get("tool_choice")` and answers with text when it may not.
 
+Thinking (`anthropic_thinking`): the request's `thinking` and `output_config.effort` are checked
+per model family; every thinking block served is signed, and one sent back must verify and, for the
+last tool-use cycle, come back first and unchanged, as the API requires. A reply that thinks is
+refused (500) when the request does not enable thinking.
+
 Everything the fake refuses on its own is listed in `fake.rejections` (scripted `http_error`s
 are not), so `assert not fake.rejections` proves the API would have accepted every request and
 the script was consistent with it.
@@ -67,6 +72,7 @@ from starlette.routing import Route
 from tests.fakes.anthropic_cache import PromptCache, prompt_tokens
 from tests.fakes.anthropic_script import ApiError, Reply
 from tests.fakes.anthropic_stream import ScriptedStream, TruncatedBody
+from tests.fakes.anthropic_thinking import ThinkingLedger, impossible_thinking, settings_problem
 from tests.fakes.anthropic_validation import impossible_reply, prompt_too_long, request_problem
 from tests.fakes.anthropic_wire import message_events, message_json, new_id
 from tests.fakes.loopback import LoopbackServer
@@ -129,6 +135,7 @@ class FakeAnthropic:
         self._log: list[RecordedRequest] = []
         self._changed = threading.Condition()
         self._cache = PromptCache(min_cacheable_tokens=min_cacheable_tokens)
+        self._thinking = ThinkingLedger()
         self._server = LoopbackServer(self._app(), name="fake-anthropic")
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -225,7 +232,11 @@ class FakeAnthropic:
         elif body is None:
             problem = ApiError(400, "invalid_request_error", "There was an error parsing the body of your request")
         else:
-            problem = request_problem(body, known_models=self.models)
+            problem = (
+                request_problem(body, known_models=self.models)
+                or settings_problem(body)
+                or self._thinking.history_problem(body)
+            )
             if problem is None:
                 problem = prompt_too_long(prompt_tokens(body), window=self.context_window)
         reply = None
@@ -297,9 +308,13 @@ class FakeAnthropic:
             return None, ApiError(
                 500, "api_error", f"FakeAnthropic: a {reply.fault.kind} reply needs a streaming request"
             )
-        if (impossible := impossible_reply(reply, body)) is not None:
+        if (impossible := impossible_reply(reply, body) or impossible_thinking(reply, body)) is not None:
             return None, ApiError(500, "api_error", f"FakeAnthropic: {impossible}")
-        return reply.with_tool_ids(lambda: new_id("toolu_")), None
+        served = reply.with_tool_ids(lambda: new_id("toolu_")).with_signatures(
+            self._thinking.sign, self._thinking.opaque
+        )
+        self._thinking.served(served)
+        return served, None
 
     def _record(self, recorded: RecordedRequest) -> None:
         with self._changed:

@@ -6,6 +6,8 @@ so the same reply can be queued, returned from a responder, or asserted on after
     Reply.text("The cluster is healthy.")                 # streamed in several text_delta events
     Reply.tool_use("mcp__oikos__health_summary", {})      # stop_reason "tool_use"
     Reply.blocks([text("Checking both."), tool_use("a", {}), tool_use("b", {"x": 1})])
+    Reply.blocks([thinking("Health first."), tool_use("a", {})])  # signed by the fake when served
+    Reply.blocks([redacted_thinking(), text("Done.")])    # opaque, signed `data`
     Reply.http_error(529, "overloaded_error", "Overloaded")
     Reply.drop(after_events=4)                             # connection closed mid-stream
     Reply.pings(after_events=1, every=0.5)                 # alive but silent: `ping` events forever
@@ -46,12 +48,51 @@ class ToolUseBlock:
         return {"type": "tool_use", "id": self.id, "name": self.name, "input": dict(self.input)}
 
 
-Block = TextBlock | ToolUseBlock
+@dataclass(frozen=True)
+class ThinkingBlock:
+    """Thinking, streamed as `thinking_delta` fragments and closed by a `signature_delta`.
+
+    `signature=None` means "signed by the fake when served" (`anthropic_thinking`): the client
+    must send the block back exactly as received for the signature to verify.
+    """
+
+    thinking: str
+    signature: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"type": "thinking", "thinking": self.thinking, "signature": self.signature}
+
+
+@dataclass(frozen=True)
+class RedactedThinkingBlock:
+    """Thinking the API's safety systems encrypted: one opaque `data` value, no text, no deltas.
+
+    `data=None` means "opaque data made and signed by the fake when served".
+    """
+
+    data: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"type": "redacted_thinking", "data": self.data}
+
+
+Block = TextBlock | ToolUseBlock | ThinkingBlock | RedactedThinkingBlock
+THINKING_BLOCKS = (ThinkingBlock, RedactedThinkingBlock)
 
 
 def text(value: str) -> TextBlock:
     """A text block for `Reply.blocks`."""
     return TextBlock(text=value)
+
+
+def thinking(value: str) -> ThinkingBlock:
+    """A thinking block for `Reply.blocks`; put it before the text and tool calls, as models do."""
+    return ThinkingBlock(thinking=value)
+
+
+def redacted_thinking() -> RedactedThinkingBlock:
+    """A redacted_thinking block for `Reply.blocks`."""
+    return RedactedThinkingBlock()
 
 
 def tool_use(name: str, input: Mapping[str, Any] | None = None, *, id: str | None = None) -> ToolUseBlock:
@@ -163,7 +204,7 @@ class Reply:
         stop_reason: str | None = None,
         usage: Mapping[str, int] | None = None,
     ) -> Reply:
-        """Any mix of text and tool_use blocks, e.g. a preamble and two parallel tool calls.
+        """Any mix of thinking, text and tool_use blocks, e.g. a preamble and two parallel tool calls.
 
         `stop_reason` defaults to `tool_use` when any block is a tool call, else `end_turn`;
         pass e.g. `"max_tokens"` to script a cut-off answer.
@@ -173,8 +214,8 @@ class Reply:
         if delay < 0:
             raise ValueError("delay cannot be negative")
         for block in blocks:
-            if not isinstance(block, TextBlock | ToolUseBlock):
-                raise TypeError(f"Reply.blocks takes text(...) and tool_use(...) blocks, not {block!r}")
+            if not isinstance(block, TextBlock | ToolUseBlock | ThinkingBlock | RedactedThinkingBlock):
+                raise TypeError(f"Reply.blocks takes text(...), tool_use(...) and thinking(...) blocks, not {block!r}")
         return cls(content=tuple(blocks), stop_reason=stop_reason, usage=dict(usage or {}), chunk=chunk, delay=delay)
 
     # -- failures -----------------------------------------------------------------------------
@@ -254,6 +295,23 @@ class Reply:
             for block in self.content
         )
         return dataclasses.replace(self, content=filled)
+
+    def with_signatures(self, sign: Callable[[str], str], opaque: Callable[[], str]) -> Reply:
+        """This reply with every unsigned thinking block signed (`sign(thinking)`) and every empty
+        redacted block given opaque data (`opaque()`)."""
+        filled = tuple(
+            dataclasses.replace(block, signature=sign(block.thinking))
+            if isinstance(block, ThinkingBlock) and block.signature is None
+            else dataclasses.replace(block, data=opaque())
+            if isinstance(block, RedactedThinkingBlock) and block.data is None
+            else block
+            for block in self.content
+        )
+        return dataclasses.replace(self, content=filled)
+
+    @property
+    def thinks(self) -> bool:
+        return any(isinstance(block, THINKING_BLOCKS) for block in self.content)
 
 
 def _with_fault(reply: Reply | None, fault: Fault) -> Reply:

@@ -4,9 +4,12 @@ The event sequence is the one the real Messages API sends, and the one
 `anthropic/lib/streaming/_messages.py` accumulates:
 
     message_start        message with empty content, stop_reason null, usage (input side + output 1)
-    content_block_start  per block: {"type": "text", "text": ""} or a tool_use with input {}
+    content_block_start  per block: {"type": "text", "text": ""}, a tool_use with input {},
+                         {"type": "thinking", "thinking": "", "signature": ""}, or a
+                         redacted_thinking block whole (its opaque `data`; no deltas follow)
     ping                 once, after the first content_block_start
-    content_block_delta  text_delta fragments / input_json_delta fragments (the first one "")
+    content_block_delta  text_delta fragments / input_json_delta fragments (the first one "") /
+                         thinking_delta fragments then one signature_delta
     content_block_stop
     message_delta        stop_reason and the cumulative usage, output_tokens included
     message_stop
@@ -21,7 +24,7 @@ import string
 from dataclasses import dataclass
 from typing import Any
 
-from tests.fakes.anthropic_script import Reply, TextBlock, ToolUseBlock
+from tests.fakes.anthropic_script import Block, RedactedThinkingBlock, Reply, TextBlock, ThinkingBlock
 
 SseEvent = tuple[str, dict[str, Any]]
 """An event name and its JSON payload."""
@@ -50,11 +53,16 @@ class Usage:
 
 
 def output_tokens(reply: Reply) -> int:
-    """Output tokens of a reply: its text plus each tool call's name and JSON input."""
+    """Output tokens of a reply: its text and thinking plus each tool call's name and JSON input
+    (thinking is billed as output, as the API bills it)."""
     total = 0
     for block in reply.content:
         if isinstance(block, TextBlock):
             total += estimate_tokens(block.text)
+        elif isinstance(block, ThinkingBlock):
+            total += estimate_tokens(block.thinking)
+        elif isinstance(block, RedactedThinkingBlock):
+            total += estimate_tokens(block.data or "")
         else:
             total += estimate_tokens(block.name + json.dumps(dict(block.input)))
     return max(1, total)
@@ -149,9 +157,13 @@ def sse_frame(event: SseEvent) -> bytes:
     return f"event: {name}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n".encode()
 
 
-def _block_start(index: int, block: TextBlock | ToolUseBlock) -> SseEvent:
+def _block_start(index: int, block: Block) -> SseEvent:
     if isinstance(block, TextBlock):
         content_block: dict[str, Any] = {"type": "text", "text": ""}
+    elif isinstance(block, ThinkingBlock):
+        content_block = {"type": "thinking", "thinking": "", "signature": ""}
+    elif isinstance(block, RedactedThinkingBlock):
+        content_block = {"type": "redacted_thinking", "data": block.data}
     else:
         content_block = {"type": "tool_use", "id": block.id, "name": block.name, "input": {}}
     return (
@@ -160,9 +172,16 @@ def _block_start(index: int, block: TextBlock | ToolUseBlock) -> SseEvent:
     )
 
 
-def _block_deltas(index: int, block: TextBlock | ToolUseBlock, chunk: int) -> list[SseEvent]:
+def _block_deltas(index: int, block: Block, chunk: int) -> list[SseEvent]:
+    deltas: list[dict[str, Any]]
     if isinstance(block, TextBlock):
         deltas = [{"type": "text_delta", "text": piece} for piece in _pieces(block.text, chunk)]
+    elif isinstance(block, ThinkingBlock):
+        # Like the API: the signature arrives whole, last, just before content_block_stop.
+        deltas = [{"type": "thinking_delta", "thinking": piece} for piece in _pieces(block.thinking, chunk)]
+        deltas.append({"type": "signature_delta", "signature": block.signature})
+    elif isinstance(block, RedactedThinkingBlock):
+        deltas = []
     else:
         # Like the API: an empty first fragment, then the JSON in pieces that are not valid JSON
         # on their own, so only a client that concatenates them gets the input back.

@@ -10,6 +10,8 @@ questions of one model running behind a Daphne subprocess):
 - "…long…"                → a long answer streamed slowly (for Stop and reload tests)
 - "…hostile…"             → answers and tool arguments carrying script, event-handler, javascript:
                             and htmx payloads (for the escaping tests)
+- "…think…"               → thinks (streamed slowly), checks the health summary, thinks again
+                            and answers (needs thinking enabled, Hermes's default)
 - anything else           → a short echo
 """
 
@@ -21,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.fakes.anthropic_script import Reply
+from tests.fakes.anthropic_script import Reply, text, thinking, tool_use
 from tests.fakes.scripted_models import DegradedInvestigator, ExecutionRequester, last_tool_results, offered_tool
 
 HOSTILE_TEXT = (
@@ -50,9 +52,9 @@ def latest_question(request: dict[str, Any]) -> str:
         texts = (
             [content] if isinstance(content, str) else [b.get("text", "") for b in content if b.get("type") == "text"]
         )
-        for text in texts:
-            if text and not text.startswith("[Hermes:"):
-                return str(text)
+        for said in texts:
+            if said and not said.startswith("[Hermes:"):
+                return str(said)
     return ""
 
 
@@ -74,6 +76,22 @@ class LongAnswer:
         return Reply.text(self.text, chunk=self.chunk, delay=self.delay)
 
 
+THINKING_FIRST = "The operator wants <b>a careful answer</b>. The health summary shows what is degraded; start there."
+THINKING_SECOND = "The summary names postgres as degraded. That answers it; no need for more calls."
+THINKER_ANSWER = "After thinking it through: **postgres** is degraded."
+
+
+@dataclass
+class Thinker:
+    delay: float = 0.03
+
+    def __call__(self, request: dict[str, Any]) -> Reply:
+        if not last_tool_results(request) and request.get("tools"):
+            health = tool_use(offered_tool(request, "get_health_summary"), {})
+            return Reply.blocks([thinking(THINKING_FIRST), health], chunk=6, delay=self.delay)
+        return Reply.blocks([thinking(THINKING_SECOND), text(THINKER_ANSWER)], chunk=6, delay=self.delay)
+
+
 @dataclass
 class Echo:
     def __call__(self, request: dict[str, Any]) -> Reply:
@@ -93,6 +111,8 @@ def _behaviour_for(question: str, *, delay: float) -> Callable[[dict[str, Any]],
         return LongAnswer()
     if "hostile" in lowered:
         return Hostile()
+    if "think" in lowered:
+        return Thinker()
     return Echo()
 
 

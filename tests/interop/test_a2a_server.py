@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -14,7 +15,7 @@ from a2a.types import GetTaskRequest, Message, Part, Role, SendMessageRequest, S
 from a2a.utils.constants import TransportProtocol
 from google.protobuf.json_format import MessageToDict
 
-from tests.fakes import FakeAnthropic, Reply
+from tests.fakes import FakeAnthropic, Reply, text, thinking
 from tests.fakes.daphne import DaphneServer
 from tests.fakes.subprocesses import clean_environ, manage
 from tests.interop.processes import database_rows, pairing_tokens
@@ -185,3 +186,21 @@ def test_both_bindings_speak_a2a_0_3_too(hermes: DaphneServer, tokens: dict[str,
     rest = httpx2.post(f"{hermes.url}/a2a/rest/v1/message:send", json=request, headers=headers, timeout=60)
     assert rest.status_code == 200, rest.text
     assert "Hello over REST." in rest.text
+
+
+async def test_a_peer_never_sees_the_models_thinking_streamed_or_in_the_task(
+    hermes: DaphneServer, tokens: dict[str, str], peer_llm: FakeAnthropic
+) -> None:
+    reasoning = "Private reasoning: the peer asks about postgres; answer from memory."
+    peer_llm.enqueue(Reply.blocks([thinking(reasoning), text("Postgres is degraded.")], chunk=8))
+    headers = {"Authorization": f"Bearer {tokens['sdk-jsonrpc']}"}
+    async with httpx.AsyncClient(headers=headers, timeout=60) as http:
+        client = await ClientFactory(ClientConfig(httpx_client=http, streaming=True)).create_from_url(hermes.url)
+        responses = [response async for response in client.send_message(message("what's degraded?"))]
+        task_id = next(r.task.id if r.HasField("task") else r.status_update.task_id for r in responses)
+        task = await client.get_task(GetTaskRequest(id=task_id))
+
+    assert task_text(task) == "Postgres is degraded."
+    assert peer_llm.requests[-1].body["thinking"] == {"type": "adaptive"}
+    seen = json.dumps([MessageToDict(response) for response in responses] + [MessageToDict(task)])
+    assert "Private reasoning" not in seen

@@ -13,7 +13,7 @@ import pytest
 from mcp import Client, MCPError, StdioServerParameters
 from mcp.types import INVALID_PARAMS, Implementation, TextContent
 
-from tests.fakes import FakeAnthropic, Reply
+from tests.fakes import FakeAnthropic, Reply, text, thinking
 from tests.fakes.subprocesses import REPO_ROOT, clean_environ
 from tests.interop.processes import database_rows
 
@@ -132,3 +132,14 @@ async def test_a_call_from_a_peer_never_reaches_that_peer_back(
     assert offered == [set(), {"mcp__garraia__garra_ask"}]
     actors = database_rows(env["DATABASE_URL"], "select actor from agent_sessions order by created_at")
     assert actors == [("peer:garraia",), ("peer:lab",)]
+
+
+async def test_a_peer_gets_the_answer_without_the_models_thinking(env: dict[str, str], fake_llm: FakeAnthropic) -> None:
+    reasoning = "Private reasoning: the peer asks about postgres; nothing to call."
+    fake_llm.enqueue(Reply.blocks([thinking(reasoning), text("Postgres is degraded.")]))
+    async with hermes_mcp(env) as session:
+        failed, answer = await ask(session, message="what's degraded?")
+
+    assert not failed and answer["answer"] == "Postgres is degraded."
+    assert fake_llm.requests[0].body["thinking"] == {"type": "adaptive"}
+    assert reasoning not in json.dumps(answer)

@@ -1,7 +1,9 @@
 """`manage.py ask "question"`: one turn from the terminal.
 
 The answer streams to stdout and each tool call gets one line on stderr, so `ask ... > answer.md`
-keeps just the answer. `--json` prints the event stream as JSON lines instead, for scripts.
+keeps just the answer. `--json` prints the event stream as JSON lines instead, for scripts (the
+model's `thinking` events included; the plain answer leaves thinking out). `--model` switches the
+session to another model of `HERMES_MODELS` from this question on.
 """
 
 from __future__ import annotations
@@ -36,6 +38,9 @@ class Command(BaseCommand):
         parser.add_argument("--session", help="continue this session (its id is printed after every answer)")
         parser.add_argument("--json", action="store_true", help="print the event stream as JSON lines")
         parser.add_argument("--actor", default="operator:cli", help="who is asking (recorded in the ledger)")
+        parser.add_argument(
+            "--model", help="switch the session to this model (one of HERMES_MODELS) from this question on"
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         session_id = _session_id_parse(options["session"])
@@ -44,7 +49,7 @@ class Command(BaseCommand):
         # died is freed by the next one at once.
         presence.presence_start("ask")
         try:
-            code = asyncio.run(_ask(options["question"], session_id, options["actor"], printer))
+            code = asyncio.run(_ask(options["question"], session_id, options["actor"], printer, model=options["model"]))
         except KeyboardInterrupt:
             code = EXIT_INTERRUPTED
         finally:
@@ -62,14 +67,18 @@ def _session_id_parse(raw: str | None) -> uuid.UUID | None:
         raise CommandError(f"--session must be a session id (a UUID), not {raw!r}", returncode=EXIT_REJECTED) from None
 
 
-async def _ask(question: str, session_id: uuid.UUID | None, actor: str, printer: Printer) -> int:
+async def _ask(
+    question: str, session_id: uuid.UUID | None, actor: str, printer: Printer, *, model: str | None = None
+) -> int:
     try:
         hub = tool_hub()
     except MCPConfigError as exc:
         raise CommandError(str(exc), returncode=EXIT_REJECTED) from None
     try:
         try:
-            handle = await turn_start(text=question, actor=actor, origin="cli", session_id=session_id, hub=hub)
+            handle = await turn_start(
+                text=question, actor=actor, origin="cli", session_id=session_id, hub=hub, model=model
+            )
         except TurnRejected as rejected:
             printer.rejected(rejected)
             return EXIT_REJECTED
@@ -167,7 +176,8 @@ class TextPrinter(Printer):
             usage = event.usage
             self._write(
                 self.err,
-                f"[done] {event.stop_reason} after {event.iterations} model call(s); tokens in "
+                f"[done] {event.stop_reason} after {event.iterations} call(s) to {event.model or 'the model'}; "
+                f"tokens in "
                 f"{usage.get('input_tokens', 0)}, out {usage.get('output_tokens', 0)}, cache read "
                 f"{usage.get('cache_read_input_tokens', 0)}, cache write "
                 f"{usage.get('cache_creation_input_tokens', 0)}\n"

@@ -62,6 +62,8 @@ def hermes_env(*, database_url: str, oikos: RunningSim, model: FakeAnthropic) ->
         "OIKOS_API_TOKEN": DEFAULT_TOKENS["service:hermes-controlroom"],
         "HERMES_LOCAL_OPERATOR": "operator",
         "HERMES_LOG_LEVEL": "INFO",
+        # A second model to pick in the composer's selector.
+        "HERMES_MODELS": "claude-opus-5",
         # With Redis configured (CI), the live server runs on the Redis layer; a prefix of its own
         # keeps parallel runs apart.
         "HERMES_CHANNEL_PREFIX": f"hermes-e2e-{secrets.token_hex(4)}",
