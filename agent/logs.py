@@ -172,9 +172,11 @@ def logging_config(*, log_format: str, level: str) -> dict[str, Any]:
             "a2a": {"level": "WARNING"},
             # Quiet even at HERMES_LOG_LEVEL=DEBUG, because their DEBUG lines are whole payloads: the
             # Anthropic SDK logs every request body (system prompt, history, tools), Django's template
-            # engine the whole context of a failed variable lookup (CSRF token included), and Django's
-            # SQL log (with DEBUG=True) every statement with its parameters, message texts included.
+            # engine the whole context of a failed variable lookup (CSRF token included), sse-starlette
+            # every chunk of an A2A stream, and Django's SQL log (with DEBUG=True) every statement with
+            # its parameters, message texts included.
             "anthropic": {"level": "INFO"},
+            "sse_starlette": {"level": "INFO"},
             "django.template": {"level": "INFO"},
             "django.db.backends": {"level": "INFO"},
         },
