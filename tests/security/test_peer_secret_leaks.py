@@ -34,6 +34,7 @@ from tests.fakes.mcp_fixtures import REPO_ROOT
 from tests.fakes.mcp_servers import MCPTestServer
 from tests.fakes.subprocesses import clean_environ
 from tests.interop.processes import pairing_tokens
+from tests.security.tables import tables
 
 REDACTED = "[REDACTED]"
 PEERS = ("sdk-jsonrpc", "sdk-rest", "garraia-peer")
@@ -184,17 +185,11 @@ def test_no_reply_to_a_peer_or_a_script_carries_a_secret(replies: dict[str, str]
     assert not leaks
 
 
-def _tables(database: LiveDatabase) -> list[str]:
-    if database.is_postgres:
-        return [row[0] for row in database.query("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")]
-    return [row[0] for row in database.query("SELECT name FROM sqlite_master WHERE type = 'table'")]
-
-
 def test_no_table_holds_a_secret(replies: dict[str, str], database: LiveDatabase, known: Secrets) -> None:
-    tables = _tables(database)
-    assert {"interop_peer_exchanges", "interop_a2a_tasks", "agent_activity"} <= set(tables)
+    names = tables(database)
+    assert {"interop_peer_exchanges", "interop_a2a_tasks", "agent_activity"} <= set(names)
     leaks = []
-    for table in tables:
+    for table in names:
         leaks += _leaks(f"table {table}", repr(database.query(f'SELECT * FROM "{table}"')), known.all())
     assert not leaks
     exchanges = repr(database.query("SELECT message, reply FROM interop_peer_exchanges"))
