@@ -20,6 +20,7 @@ import pytest
 from a2a.client import A2AClientError, ClientConfig, ClientFactory
 from a2a.types import Message, Part, Role, SendMessageRequest, StreamResponse, TaskState
 from a2a.utils.constants import TransportProtocol
+from a2a.utils.errors import InvalidParamsError
 from google.protobuf.json_format import MessageToDict
 from google.protobuf.struct_pb2 import Value
 
@@ -166,7 +167,7 @@ def test_an_oversized_or_empty_a2a_message_is_refused_before_any_task(
             _request("   "),
             _request("", data=Part(data=Value(string_value="hi"))),
         ]:
-            with pytest.raises(A2AClientError, match=r"limit is 2,000|no text"):
+            with pytest.raises((A2AClientError, InvalidParamsError), match=r"limit is 2,000|no text"):
                 _a2a(hermes, token, request, rest=rest)
     assert len(model.requests) == asked
 
