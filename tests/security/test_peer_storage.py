@@ -3,11 +3,13 @@ a configured secret, whichever write path stores it."""
 
 from __future__ import annotations
 
+import importlib
 import uuid
 
 import pytest
 from a2a.types import Message, Part, Role, Task, TaskState, TaskStatus
 from channels.db import database_sync_to_async
+from django.apps import apps
 from django.db import connection
 from pytest_django.fixtures import Settings
 
@@ -139,3 +141,18 @@ def test_a_peer_keeps_only_its_newest_tasks_and_never_loses_a_live_one(
     assert kept == {"live-0", "done-2", "done-3", "done-4"}, "the newest 3, and the live one however old"
     assert A2ATask.objects.filter(owner="other").count() == 1
     assert configured_secret not in _raw("SELECT data FROM interop_a2a_tasks")
+
+
+def test_the_migration_redacts_what_earlier_versions_stored_raw(configured_secret: str) -> None:
+    with connection.cursor() as cursor:  # past the redacting fields, as an earlier Hermes wrote it
+        cursor.execute(
+            "INSERT INTO interop_peer_exchanges (peer, direction, message, reply, state, error, started_at,"
+            " duration_ms) VALUES (%s, 'inbound', %s, 'plain reply', 'completed', '', %s, 0)",
+            ["lab", f"pasted {configured_secret}", "2026-11-30 10:00:00"],
+        )
+    assert configured_secret in _raw("SELECT message FROM interop_peer_exchanges")
+    migration = importlib.import_module("interop.migrations.0003_redact_stored")
+
+    migration.stored_secrets_redact(apps, None)
+
+    assert _raw("SELECT message, reply FROM interop_peer_exchanges") == repr([("pasted [REDACTED]", "plain reply")])
