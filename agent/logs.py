@@ -140,7 +140,8 @@ def logging_config(*, log_format: str, level: str) -> dict[str, Any]:
     """The `LOGGING` setting: one console handler (stderr) with both filters, for every logger.
 
     Django's own loggers are routed through it too, so nothing reaches the console unredacted or
-    in another format.
+    in another format; so is every stdio MCP server's stderr (`agent.tools.stderr`). Loggers whose
+    DEBUG lines are whole payloads (request bodies, template contexts, SQL parameters) stay at INFO.
     """
     formatter = {"json": "agent.logs.JsonFormatter", "text": "agent.logs.TextFormatter"}[log_format]
     return {
@@ -172,5 +173,14 @@ def logging_config(*, log_format: str, level: str) -> dict[str, Any]:
             # The A2A client: classic httpx logs every request, the SDK every agent card it reads.
             "httpx": {"level": "WARNING"},
             "a2a": {"level": "WARNING"},
+            # Quiet even at HERMES_LOG_LEVEL=DEBUG, because their DEBUG lines are whole payloads: the
+            # Anthropic SDK logs every request body (system prompt, history, tools), Django's template
+            # engine the whole context of a failed variable lookup (CSRF token included), sse-starlette
+            # every chunk of an A2A stream, and Django's SQL log (with DEBUG=True) every statement with
+            # its parameters, message texts included.
+            "anthropic": {"level": "INFO"},
+            "sse_starlette": {"level": "INFO"},
+            "django.template": {"level": "INFO"},
+            "django.db.backends": {"level": "INFO"},
         },
     }

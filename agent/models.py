@@ -12,6 +12,8 @@ import uuid
 
 from django.db import models
 
+from agent.fields import RedactedJSONField, RedactedTextField
+
 
 class AgentSession(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
@@ -90,7 +92,7 @@ class Turn(models.Model):
     actor = models.CharField(max_length=150)
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.RUNNING)
     stop_reason = models.CharField(max_length=40, blank=True)
-    error = models.TextField(blank=True)
+    error = RedactedTextField(blank=True)
     # The model that answered: the session's pick when the turn began, else the default.
     model = models.CharField(max_length=100, blank=True)
     # {"input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"}
@@ -136,7 +138,7 @@ class Message(models.Model):
     role = models.CharField(max_length=10, choices=Role.choices)
     # A list of Anthropic content blocks (text, thinking with its signature, tool_use, tool_result,
     # image), replayed verbatim (the thinking of settled turns is left out, `engine.thinking`).
-    content = models.JSONField()
+    content = RedactedJSONField()
     kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.MESSAGE, blank=True)
     # For a summary: the id of the last message it replaces.
     replaces_through = models.BigIntegerField(null=True, blank=True)
@@ -174,10 +176,10 @@ class Activity(models.Model):
     tool_use_id = models.CharField(max_length=100, blank=True)
     server = models.CharField(max_length=100)
     tool = models.CharField(max_length=200)
-    arguments = models.JSONField(default=dict)
+    arguments = RedactedJSONField(default=dict)
     # The result as the tool returned it, stored once and capped at HERMES_LEDGER_RESULT_MAX_BYTES
     # (`agent.tools.results.tool_result_record`); `{}` while the call is in flight.
-    result = models.JSONField(default=dict)
+    result = RedactedJSONField(default=dict)
     state = models.CharField(max_length=10, choices=State.choices, default=State.OK)
     is_error = models.BooleanField(default=False)
     duration_ms = models.PositiveIntegerField(default=0)
@@ -208,9 +210,9 @@ class ToolCatalog(models.Model):
     """
 
     server = models.CharField(max_length=100, unique=True)
-    target = models.TextField()
+    target = RedactedTextField()
     # [{"tool", "description", "input_schema", "read_only"}], as offered to the model.
-    tools = models.JSONField(default=list)
+    tools = RedactedJSONField(default=list)
     listed_at = models.DateTimeField()
 
     class Meta:

@@ -15,6 +15,7 @@ from django.db.models import Count
 
 from agent.engine.context import SessionContext, StoredMessage
 from agent.models import AgentSession, Message, ToolCatalog, Turn
+from agent.redaction import redact
 
 
 class PageOutOfRange(Exception):
@@ -204,7 +205,8 @@ def turns_finished(*, turn_ids: list[uuid.UUID]) -> list[Turn]:
 
 def tool_catalog_get(*, server: str, target: str) -> list[dict[str, Any]] | None:
     """The tool list `server` last answered at `target`, or None when none is known."""
-    row = ToolCatalog.objects.filter(server=server, target=target).values_list("tools", flat=True).first()
+    # Stored redacted (a URL may carry a token): compare like with like.
+    row = ToolCatalog.objects.filter(server=server, target=redact(target)).values_list("tools", flat=True).first()
     return None if row is None else list(row)
 
 

@@ -399,6 +399,10 @@ HERMES_A2A_SERVER_TURN_TIMEOUT = env_float("HERMES_A2A_SERVER_TURN_TIMEOUT", 110
 HERMES_A2A_RATE_WINDOW = env_float("HERMES_A2A_RATE_WINDOW", 60.0, minimum=1.0)
 HERMES_A2A_RATE_LIMIT = env_int("HERMES_A2A_RATE_LIMIT", 30, minimum=1)
 HERMES_A2A_SEND_RATE_LIMIT = env_int("HERMES_A2A_SEND_RATE_LIMIT", 10, minimum=1)
+# How much of one peer the interop tables keep: its newest messages each way (exchanges) and its
+# newest A2A tasks. Older finished ones are deleted as new ones arrive, so a peer within its rate
+# limit still cannot grow the database without bound (the Hermes sessions keep the transcript).
+HERMES_A2A_PEER_KEEP = env_int("HERMES_A2A_PEER_KEEP", 500, minimum=50)
 # The peers Hermes may talk to (`a2a_send`, `a2a_talk`); without it, `a2a_send` is not offered.
 HERMES_A2A_PEERS = env_str("HERMES_A2A_PEERS")
 # Defaults of a peer entry, and the rules that end an outbound conversation.

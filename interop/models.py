@@ -12,6 +12,7 @@ import uuid
 
 from django.db import models
 
+from agent.fields import RedactedJSONField, RedactedTextField
 from agent.models import AgentSession, Turn
 
 
@@ -96,11 +97,11 @@ class PeerExchange(models.Model):
     direction = models.CharField(max_length=10, choices=PeerConversation.Direction.choices)
     # The Hermes turn that answered (inbound) or read the reply (outbound), when there is one.
     turn = models.ForeignKey(Turn, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
-    message = models.TextField()
-    reply = models.TextField(blank=True)
+    message = RedactedTextField()
+    reply = RedactedTextField(blank=True)
     # working, completed, failed, canceled, rejected, input_required, error (no answer at all)
     state = models.CharField(max_length=30, default="working")
-    error = models.TextField(blank=True)
+    error = RedactedTextField(blank=True)
     started_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     duration_ms = models.PositiveIntegerField(default=0)
@@ -121,7 +122,7 @@ class A2ATask(models.Model):
     owner = models.CharField(max_length=100)
     context_id = models.CharField(max_length=200)
     state = models.CharField(max_length=40)
-    data = models.JSONField()
+    data = RedactedJSONField()
     # Counts the writes to the task (the SDK's `TaskVersion`): a writer holding an older version
     # loses, so a task cancelled or settled by one process is never overwritten by another.
     version = models.PositiveIntegerField(default=0)

@@ -102,6 +102,7 @@ async def conversation_send(
             rate_limit=settings.HERMES_A2A_SEND_RATE_LIMIT,
             window=settings.HERMES_A2A_RATE_WINDOW,
             budget=settings.HERMES_A2A_CONVERSATION_SECONDS,
+            keep=settings.HERMES_A2A_PEER_KEEP,
         )
     except services.ConversationRefused as refused:
         raise SendRefusal(refused.code, refused.message, peer=peer.name) from None

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from agent.models import Turn
@@ -166,8 +167,13 @@ def inbound_exchange_begin(
     rate_limit: int,
     window: float,
     starting_grace: float,
+    keep: int,
 ) -> ExchangeBegun:
     """Accept one message of a peer's conversation, or raise `ConversationRefused`.
+
+    A refused message writes nothing: every check runs in this transaction, before the exchange
+    row, and a refusal rolls the transaction back (the conversation row it may have created too).
+    Once accepted, the peer's oldest finished exchanges beyond `keep` are deleted (`_exchanges_bound`).
 
     The conversation is busy while the Hermes turn answering its previous message runs, or — for at
     most `starting_grace` seconds — while that turn is being started. A previous message whose turn
@@ -188,6 +194,7 @@ def inbound_exchange_begin(
     exchange = PeerExchange.objects.create(
         conversation=conversation, peer=peer, direction=Direction.INBOUND, message=message
     )
+    _exchanges_bound(peer=peer, direction=Direction.INBOUND, keep=max(keep, rate_limit))
     turns = conversation.turns
     conversation.turns += 1
     conversation.save(update_fields=["turns", "updated_at"])
@@ -200,6 +207,42 @@ def inbound_exchange_begin(
         remote_task_id="",
         remote_state="",
     )
+
+
+@transaction.atomic
+def inbound_exchange_withdraw(*, exchange_id: int) -> None:
+    """Undo `inbound_exchange_begin` for a message whose turn could not start (the model is not
+    configured, Hermes is shutting down, ...): a refused message leaves nothing behind, and it does
+    not count against the conversation's turn cap or the peer's rate window."""
+    exchange = PeerExchange.objects.select_for_update().filter(pk=exchange_id).first()
+    if exchange is None:
+        return
+    conversation_id = exchange.conversation_id
+    exchange.delete()
+    if conversation_id is None:
+        return
+    conversation = PeerConversation.objects.select_for_update().get(pk=conversation_id)
+    if conversation.session_id is None and not conversation.exchanges.exists():
+        conversation.delete()  # it was opened by this message
+    elif conversation.turns > 0:
+        PeerConversation.objects.filter(pk=conversation_id).update(turns=F("turns") - 1)
+
+
+def _exchanges_bound(*, peer: str, direction: str, keep: int) -> None:
+    """Delete `peer`'s finished exchanges (one direction) older than its newest `keep`, and the
+    conversations that leaves empty.
+
+    What a peer makes Hermes store is bounded by this, not only by its rate window: within the
+    window it could still fill the database over days. `keep` is at least the rate limit, so the
+    window never loses a row it counts. The Hermes session of a conversation keeps the transcript.
+    """
+    exchanges = PeerExchange.objects.filter(peer=peer, direction=direction)
+    beyond = list(exchanges.order_by("-started_at", "-id").values_list("pk", "finished_at")[keep:])
+    stale = [pk for pk, finished_at in beyond if finished_at is not None]
+    if not stale:
+        return
+    PeerExchange.objects.filter(pk__in=stale).delete()
+    PeerConversation.objects.filter(peer=peer, direction=direction, exchanges__isnull=True).delete()
 
 
 def inbound_exchange_started(
@@ -220,8 +263,10 @@ def outbound_exchange_begin(
     rate_limit: int,
     window: float,
     budget: float,
+    keep: int,
 ) -> ExchangeBegun:
-    """Check the stop rule and the rate window for one message Hermes is about to send."""
+    """Check the stop rule and the rate window for one message Hermes is about to send; the peer's
+    oldest finished exchanges beyond `keep` are deleted once it is recorded."""
     conversation = None
     if thread_id:
         conversation = (
@@ -246,6 +291,7 @@ def outbound_exchange_begin(
     exchange = PeerExchange.objects.create(
         conversation=conversation, peer=peer, direction=Direction.OUTBOUND, message=message
     )
+    _exchanges_bound(peer=peer, direction=Direction.OUTBOUND, keep=max(keep, rate_limit))
     previous = conversation.exchanges.exclude(pk=exchange.pk).exclude(state="error").last() if conversation else None
     return ExchangeBegun(
         exchange_id=exchange.pk,

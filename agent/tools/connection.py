@@ -19,11 +19,13 @@ from typing import Any, TypeVar, cast
 
 import httpx2
 from mcp import Client, MCPError, StdioServerParameters
+from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT, CallToolResult, Implementation, Tool
 from mcp_types import RequestParamsMeta
 
 from agent.tools.config import ServerConfig
+from agent.tools.stderr import StderrRelay
 
 logger = logging.getLogger(__name__)
 
@@ -294,7 +296,10 @@ class ServerConnection:
             params = StdioServerParameters(
                 command=config.command, args=list(config.args), env=dict(config.env) or None, cwd=config.cwd
             )
-            return Client(params, read_timeout_seconds=config.timeout, client_info=CLIENT_INFO)
+            # The server's stderr goes to Hermes's log, filtered, never straight to Hermes's stderr.
+            relay = stack.enter_context(StderrRelay(server=config.name))
+            stdio = stdio_client(params, errlog=relay.stream)
+            return Client(stdio, read_timeout_seconds=config.timeout, client_info=CLIENT_INFO)
 
         async def note_auth_failure(response: httpx2.Response) -> None:
             if response.status_code in (401, 403):

@@ -6,6 +6,11 @@ The turn cannot call the peer back (`origin_peer`), runs under the server's per-
 and is refused outright when the conversation is closed, over its turn cap, still answering the
 previous message, or the peer is over its rate window.
 
+A refused message writes nothing (no exchange, no conversation, no turn): the text is checked and
+the conversation's rules applied before the exchange row exists, and a turn that cannot start takes
+its exchange back out. What a peer sends and what it is told come back through `redact()`: a
+configured secret pasted into a message is stored, answered and echoed as `[REDACTED]`.
+
 Turns run in this process's turn registry (`agent.live`): the control room shows them live, and
 a cancel reaches the turn in whichever process runs it. "Still answering" means the conversation's
 Hermes turn is running (its row says so), not that a message arrived recently: a cancelled or
@@ -27,6 +32,7 @@ from django.conf import settings
 from agent.engine.budgets import Budgets
 from agent.engine.runner import TurnHandle, TurnRejected, turn_start
 from agent.live import turn_registry
+from agent.redaction import redact
 from agent.selectors import turn_status
 from interop import services
 from interop.services import ConversationRefused
@@ -40,8 +46,9 @@ STARTING_GRACE_SECONDS = 30.0
 CANCEL_WAIT_SECONDS = 5.0
 CANCEL_POLL_SECONDS = 0.1
 
-# Called with the turn's id once it runs; answering False cancels it (its task was cancelled first).
-TurnStarted = Callable[[uuid.UUID], Awaitable[bool]]
+# Called with the turn's and its session's ids once it runs; answering False cancels it (its task
+# was cancelled first).
+TurnStarted = Callable[[uuid.UUID, uuid.UUID], Awaitable[bool]]
 
 
 @dataclass(frozen=True)
@@ -64,6 +71,20 @@ class InboundRejected(Exception):
         self.message = message
 
 
+def inbound_text(text: str) -> str:
+    """A peer's message as Hermes takes it — trimmed, configured secrets redacted — or
+    `InboundRejected` (`invalid_message`, `message_too_large`) before anything is written."""
+    question = text.strip()
+    if not question:
+        raise InboundRejected("invalid_message", "the message has no text")
+    limit = settings.HERMES_MAX_MESSAGE_CHARS
+    if len(question) > limit:
+        raise InboundRejected(
+            "message_too_large", f"the message has {len(question):,} characters; the limit is {limit:,}"
+        )
+    return redact(question)
+
+
 def inbound_budgets() -> Budgets:
     budgets = Budgets.from_settings()
     return dataclasses.replace(budgets, timeout=min(budgets.timeout, settings.HERMES_A2A_SERVER_TURN_TIMEOUT))
@@ -75,21 +96,24 @@ async def inbound_turn(
     """Run one Hermes turn for a peer's message and return its answer.
 
     Raises `ConversationRefused` (closed, turn cap, busy, rate limited) or `InboundRejected`;
-    either way nothing ran. If the caller is cancelled, the turn is cancelled too.
+    either way nothing ran and nothing was written. If the caller is cancelled, the turn is
+    cancelled too. The reply's text and error are redacted.
     """
     started = time.monotonic()
+    question = inbound_text(text)
     begun = await database_sync_to_async(services.inbound_exchange_begin)(
         peer=peer,
         dialect=dialect,
         external_id=external_id,
-        message=text,
+        message=question,
         max_turns=settings.HERMES_A2A_SERVER_MAX_TURNS,
         rate_limit=settings.HERMES_A2A_RATE_LIMIT,
         window=settings.HERMES_A2A_RATE_WINDOW,
         starting_grace=STARTING_GRACE_SECONDS,
+        keep=settings.HERMES_A2A_PEER_KEEP,
     )
     assert begun.conversation_id is not None
-    handle = await _turn_start(peer, text, begun)
+    handle = await _turn_start(peer, question, begun)
     await database_sync_to_async(services.inbound_exchange_started)(
         exchange_id=begun.exchange_id,
         conversation_id=begun.conversation_id,
@@ -97,7 +121,7 @@ async def inbound_turn(
         turn_id=handle.turn_id,
     )
     try:
-        if on_start is not None and not await on_start(handle.turn_id):
+        if on_start is not None and not await on_start(handle.turn_id, handle.session_id):
             handle.cancel()
         answer = await turn_answer(handle)
     except asyncio.CancelledError:
@@ -108,16 +132,17 @@ async def inbound_turn(
         )
         raise
     state = TURN_STATES.get(answer.status, "failed")
+    reply, error = redact(answer.text), redact(answer.error)
     await database_sync_to_async(services.exchange_finish)(
-        exchange_id=begun.exchange_id, reply=answer.text, state=state, error=answer.error
+        exchange_id=begun.exchange_id, reply=reply, state=state, error=error
     )
     return InboundReply(
         conversation_id=begun.conversation_id,
         session_id=handle.session_id,
         turn_id=handle.turn_id,
-        text=answer.text,
+        text=reply,
         state=state,
-        error=answer.error,
+        error=error,
         latency_ms=round((time.monotonic() - started) * 1000),
     )
 
@@ -138,9 +163,7 @@ async def _turn_start(peer: str, text: str, begun: services.ExchangeBegun) -> Tu
             if rejected.code == "session_not_found" and session_id is not None:
                 session_id = None  # the session was deleted: the conversation starts a new one
                 continue
-            await database_sync_to_async(services.exchange_finish)(
-                exchange_id=begun.exchange_id, state="rejected", error=rejected.message
-            )
+            await database_sync_to_async(services.inbound_exchange_withdraw)(exchange_id=begun.exchange_id)
             raise InboundRejected(rejected.code, rejected.message) from None
         return await turn_registry().turn_follow(handle)
     raise AssertionError("unreachable")
@@ -164,4 +187,4 @@ async def inbound_cancel(turn_id: uuid.UUID) -> bool:
         await asyncio.sleep(CANCEL_POLL_SECONDS)
 
 
-__all__ = ["ConversationRefused", "InboundRejected", "InboundReply", "inbound_cancel", "inbound_turn"]
+__all__ = ["ConversationRefused", "InboundRejected", "InboundReply", "inbound_cancel", "inbound_text", "inbound_turn"]

@@ -8,6 +8,11 @@ holding an older version loses (`ConcurrentTaskModificationError`); the SDK then
 and, finding it terminal, stops its executor. So a task cancelled on process B never flips to
 COMPLETED when the turn on process A ends a moment later, and terminal tasks stay immutable.
 
+A task is created by `HermesExecutor` once its Hermes turn has started, and names that turn in its
+metadata (`hermes_turn_id`): the first write records the turn, so a cancel from any process finds
+it at once. Each peer keeps its newest `HERMES_A2A_PEER_KEEP` tasks; older terminal ones are
+deleted as new ones are created. The stored JSON is redacted (`agent.fields.RedactedJSONField`).
+
 Tasks whose Hermes turn stopped without them (the process died, the turn was stopped in the control
 room) are settled when read: the task is written terminal (CANCELED, or FAILED saying why) with a
 new version, so GetTask, ListTasks and SubscribeToTask all see the end instead of WORKING forever.
@@ -29,6 +34,7 @@ from a2a.server.events.event_queue import Event
 from a2a.types import ListTasksRequest, ListTasksResponse, Message, Part, Role, Task, TaskState
 from a2a.utils.constants import DEFAULT_LIST_TASKS_PAGE_SIZE, MAX_LIST_TASKS_PAGE_SIZE
 from channels.db import database_sync_to_async
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from google.protobuf.json_format import MessageToDict, ParseDict
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -37,6 +43,8 @@ from agent.models import Turn
 from interop.models import A2ATask
 
 POLL_SECONDS = 0.5
+# The task metadata key naming the Hermes turn that answers the task.
+TASK_TURN_KEY = "hermes_turn_id"
 TERMINAL = {
     TaskState.TASK_STATE_COMPLETED,
     TaskState.TASK_STATE_CANCELED,
@@ -98,8 +106,15 @@ def task_save(*, task: Task, owner: str, prev_version: int) -> int:
             data = MessageToDict(task)
             if row is None:
                 A2ATask.objects.create(
-                    id=task.id, owner=owner, context_id=task.context_id, state=state, data=data, version=1
+                    id=task.id,
+                    owner=owner,
+                    context_id=task.context_id,
+                    state=state,
+                    data=data,
+                    version=1,
+                    turn_id=_turn_named(data),
                 )
+                _tasks_bound(owner=owner, keep=settings.HERMES_A2A_PEER_KEEP)
                 return 1
             row.context_id, row.state, row.data = task.context_id, state, data
             row.version += 1
@@ -108,6 +123,24 @@ def task_save(*, task: Task, owner: str, prev_version: int) -> int:
     except IntegrityError:
         # Two first writes of one task id: the second loses, like a stale version.
         raise ConcurrentTaskModificationError(task.id) from None
+
+
+def _turn_named(data: dict) -> uuid.UUID | None:
+    """The Hermes turn a new task names in its metadata (set by `HermesExecutor`), if it exists."""
+    value = (data.get("metadata") or {}).get(TASK_TURN_KEY)
+    try:
+        turn_id = uuid.UUID(str(value)) if value else None
+    except ValueError:
+        return None
+    return turn_id if turn_id is not None and Turn.objects.filter(pk=turn_id).exists() else None
+
+
+def _tasks_bound(*, owner: str, keep: int) -> None:
+    """Delete `owner`'s terminal tasks older than its newest `keep`: a peer's tasks are bounded."""
+    beyond = A2ATask.objects.filter(owner=owner).order_by("-updated_at", "-id").values_list("pk", "state")[keep:]
+    stale = [pk for pk, state in beyond if state in TERMINAL_NAMES]
+    if stale:
+        A2ATask.objects.filter(pk__in=stale).delete()
 
 
 def task_turn_attach(*, task_id: str, turn_id: uuid.UUID) -> str | None:

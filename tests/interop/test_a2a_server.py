@@ -127,17 +127,25 @@ async def test_two_messages_in_one_context_reach_one_hermes_session(
     assert rows == [(peer, "a2a", first.context_id, 2)]
 
 
-async def test_the_per_conversation_turn_cap_rejects_the_next_message(
+async def test_the_per_conversation_turn_cap_refuses_the_next_message_without_a_task(
     hermes: DaphneServer, tokens: dict[str, str], peer_llm: FakeAnthropic
 ) -> None:
+    """A refused message is answered with a plain agent message saying why; no task is stored."""
     peer_llm.responder = lambda body: Reply.text("noted")
     first = await send(hermes, tokens["sdk-cap"], message("one"))
     await send(hermes, tokens["sdk-cap"], message("two", first.context_id))
     count = len(peer_llm.requests)
-    third = await send(hermes, tokens["sdk-cap"], message("three", first.context_id))
-    assert third.status.state == TaskState.TASK_STATE_REJECTED
-    assert "cap of 2 turns" in third.status.message.parts[0].text
+    tasks = database_rows(hermes.env["DATABASE_URL"], "select count(*) from interop_a2a_tasks")
+    headers = {"Authorization": f"Bearer {tokens['sdk-cap']}"}
+    async with httpx.AsyncClient(headers=headers, timeout=60) as http:
+        client = await ClientFactory(ClientConfig(httpx_client=http, streaming=False)).create_from_url(hermes.url)
+        responses = [r async for r in client.send_message(message("three", first.context_id))]
+    assert [r.WhichOneof("payload") for r in responses] == ["message"]
+    refusal = responses[0].message
+    assert refusal.role == Role.ROLE_AGENT and "cap of 2 turns" in refusal.parts[0].text
+    assert MessageToDict(refusal.metadata) == {"hermes_refused": "turn_cap"}
     assert len(peer_llm.requests) == count
+    assert database_rows(hermes.env["DATABASE_URL"], "select count(*) from interop_a2a_tasks") == tasks
 
 
 @pytest.mark.parametrize("token", [None, "hat_0123456789ab_wrong-secret"])

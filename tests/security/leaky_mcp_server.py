@@ -6,7 +6,9 @@ The secrets come from a file, not from Hermes's configuration of this server, so
 recognise them as the values it configured elsewhere (the model API key, the Oikos MCP token,
 `HERMES_REDACT`). `show_environment` answers them as text and structured content;
 `connect_upstream` fails with an error that quotes one; `probe_upstream` carries one in its
-description and input schema, which reach the model with every request. Must not import Django.
+description and input schema, which reach the model with every request. It also prints them to its
+stderr, at start-up and on every `connect_upstream`, as a chatty server's banner and debug lines
+would. Must not import Django.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ def show_environment() -> dict[str, Any]:
 @server.tool()
 def connect_upstream() -> str:
     """Check the upstream connection."""
+    print(f"leaky debug: connecting upstream with {KNOWN.get('model_key', '?')}", file=sys.stderr, flush=True)
     raise ToolError(f"upstream refused the key {KNOWN.get('model_key', '?')}: 401 Unauthorized")
 
 
@@ -42,4 +45,5 @@ def probe_upstream(key: str = KNOWN.get("oikos_token", "?")) -> str:
 
 
 if __name__ == "__main__":
+    print(f"leaky banner: starting with {json.dumps(KNOWN)}", file=sys.stderr, flush=True)
     server.run("stdio")
