@@ -164,9 +164,6 @@ def logging_config(*, log_format: str, level: str) -> dict[str, Any]:
             # Replace the handlers Django's default configuration gives these (unfiltered ones).
             "django": {"handlers": [], "level": "NOTSET", "propagate": True},
             "django.server": {"handlers": [], "level": "NOTSET", "propagate": True},
-            # Its DEBUG lines dump whole request bodies (questions, tool results, the model's
-            # thinking): never shown, whatever HERMES_LOG_LEVEL says.
-            "anthropic": {"level": "INFO"},
             "httpx2": {"level": "WARNING"},
             "httpcore2": {"level": "WARNING"},
             "mcp": {"level": "WARNING"},
@@ -174,7 +171,8 @@ def logging_config(*, log_format: str, level: str) -> dict[str, Any]:
             "httpx": {"level": "WARNING"},
             "a2a": {"level": "WARNING"},
             # Quiet even at HERMES_LOG_LEVEL=DEBUG, because their DEBUG lines are whole payloads: the
-            # Anthropic SDK logs every request body (system prompt, history, tools), Django's template
+            # Anthropic SDK logs every request body (system prompt, history, tools, the model's
+            # thinking), Django's template
             # engine the whole context of a failed variable lookup (CSRF token included), sse-starlette
             # every chunk of an A2A stream, and Django's SQL log (with DEBUG=True) every statement with
             # its parameters, message texts included.
