@@ -12,9 +12,10 @@ and, for the loggers that report refused input, does two things:
 - at most `LINES_PER_WINDOW` lines per logger pass in `WINDOW_SECONDS`; the first line after that
   says how many were left out, so a flood still shows in the log, as one line a minute.
 
-The loggers are Hermes's own `access` (network, host, origin, identity and size refusals), the A2A
-SDK's request handling (`a2a.server`, which logs a traceback for every request it cannot parse) and
-Django's `django.security` (suspicious requests, e.g. too many form fields). Errors of Hermes's own
+The loggers are Hermes's own `access` (network, host, origin, identity, body and size refusals), the
+A2A SDK's (`a2a`: its request handlers, both protocol versions, log a traceback for every request
+they cannot parse; Hermes's own A2A code logs as `interop`) and Django's `django.security`
+(suspicious requests, e.g. too many form fields). Errors of Hermes's own
 code are not touched: they keep their tracebacks, and no input should cause one.
 """
 
@@ -24,7 +25,7 @@ import logging
 import threading
 import time
 
-REFUSAL_LOGGERS = ("access", "a2a.server", "django.security")
+REFUSAL_LOGGERS = ("access", "a2a", "django.security")
 WINDOW_SECONDS = 60.0
 LINES_PER_WINDOW = 30
 SUMMARY_CHARS = 300
