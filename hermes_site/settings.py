@@ -351,7 +351,7 @@ CONTENT_SECURITY_POLICY = (
 HERMES_A2A_SERVE = env_bool("HERMES_A2A_SERVE", True)
 HERMES_A2A_NAME = env_str("HERMES_A2A_NAME", "hermes")
 # The base URL peers reach this Hermes at, for the agent cards (e.g. behind a proxy); by default
-# it is taken from each card request.
+# it is built from each card request's Host (one of ALLOWED_HOSTS: the edge refuses any other).
 HERMES_A2A_PUBLIC_URL = env_str("HERMES_A2A_PUBLIC_URL")
 # Stock GarraIA sends no Authorization header. When true, the GarraIA-dialect routes accept calls
 # without a token, but only from a loopback address, as the peer named below.

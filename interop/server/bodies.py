@@ -26,6 +26,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from agent.api.bodies import JsonRefused, json_document_parse
 from interop.server.card import JSONRPC_PATH, REST_PREFIX
 
+# Refusals of input are logged as the edge's are: one line each, only so many a minute (access.refusal_logs).
 logger = logging.getLogger("access")
 
 JSON_RPC_PARSE_ERROR = -32700
