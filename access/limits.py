@@ -10,8 +10,10 @@ means no part of Hermes ever handles an oversized input, and each gets the same 
 - HTTP: `413` with a JSON error, before the app runs when `Content-Length` says so, otherwise as
   soon as the body outgrows the limit (the app is told the client left, and anything it still sends
   is dropped);
-- websocket: the connection is closed with 1009 ("message too big") and the consumer sees a
-  disconnect, never the message.
+- websocket: the connection is closed with 4009 and the consumer sees a disconnect, never the
+  message. (The protocol's own "message too big", 1009, is reserved for the server's websocket
+  layer: Daphne lets an application close only with 1000 or 3000-4999, and raised on 1009. 4009 is
+  in the range left to applications, and names the same thing.)
 
 Daphne already refuses websocket frames and messages over 1 MiB (`--websocket-max-frame-size`,
 `--websocket-max-message-size`), before they reach any application.
@@ -31,7 +33,8 @@ logger = logging.getLogger("access")
 ASGIApp = Any
 Scope = dict[str, Any]
 
-MESSAGE_TOO_BIG = 1009
+# Private-use close code (RFC 6455 §7.4.2), echoing 1009 "message too big"; the README documents it.
+MESSAGE_TOO_BIG = 4009
 
 
 class SizeLimits:

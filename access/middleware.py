@@ -34,7 +34,7 @@ from access.identity import (
     identity_is_public,
     proxy_headers_from_request,
 )
-from access.refusals import database_refusal_response, refusal_response
+from access.refusals import database_refusal_response, refusal_note, refusal_response
 from access.users import operator_user_sync
 
 GetResponse = Callable[[HttpRequest], Any]
@@ -64,14 +64,15 @@ def operator_identity_middleware(get_response: GetResponse) -> Callable[[HttpReq
 
 
 def request_identify(request: HttpRequest) -> HttpResponseBase | None:
-    """Attach the request's operator; returns the response that refuses it, or None to go on."""
+    """Attach the request's operator; returns the response that refuses it (noting why on the request,
+    `access.refusals.refusal_note`), or None to go on."""
     public = identity_is_public(request.path_info)
     decision = identity_decide(peer=request.META.get("REMOTE_ADDR"), headers=proxy_headers_from_request(request))
     request.operator = None  # type: ignore[attr-defined]
     if isinstance(decision, Refusal):
         if public and decision.code == "not_signed_in":
             return None
-        return refusal_response(403, decision.code, decision.message)
+        return _refuse(request, 403, decision.code, decision.message)
     if decision is FROM_SESSION:
         if public:
             return None  # the probes answer without the database; the login form reads the session itself
@@ -91,7 +92,7 @@ def request_identify(request: HttpRequest) -> HttpResponseBase | None:
         except OperationalError as exc:
             return database_refusal_response(exc)
         if not user.is_active:
-            return refusal_response(403, "operator_disabled", f"The operator {user.username!r} is deactivated.")
+            return _refuse(request, 403, "operator_disabled", f"The operator {user.username!r} is deactivated.")
         request.user = user
 
         async def auser() -> Any:
@@ -102,7 +103,13 @@ def request_identify(request: HttpRequest) -> HttpResponseBase | None:
     return None
 
 
+def _refuse(request: HttpRequest, status: int, code: str, message: str) -> HttpResponseBase:
+    refusal_note(request, code, message)
+    return refusal_response(status, code, message)
+
+
 def _sign_in_required(request: HttpRequest) -> HttpResponseBase:
+    refusal_note(request, "not_signed_in", "Sign in first: this request carries no operator identity.")
     wants_page = request.method in ("GET", "HEAD") and "text/html" in request.headers.get("Accept", "")
     if wants_page and not request.headers.get("HX-Request"):
         return redirect_to_login(request.get_full_path(), settings.LOGIN_URL)

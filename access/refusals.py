@@ -2,6 +2,11 @@
 
 Used by Django middleware (`refusal_response`) and by the ASGI edge, which answers before Django
 exists for the connection (`asgi_http_refuse`, `asgi_websocket_deny`).
+
+A request refused inside Django also carries why (`refusal_note`, read with `refusal_noted`): the
+identity middleware, the CSRF check (`csrf_refused`, Django's CSRF_FAILURE_VIEW) and views note
+their refusals, so that what must audit refused attempts — the control room records every approval
+decision attempt — can say why one was refused without knowing who refused it.
 """
 
 from __future__ import annotations
@@ -11,12 +16,34 @@ from typing import Any
 
 from django.conf import settings
 from django.db import OperationalError
-from django.http import JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views.csrf import csrf_failure
 from psycopg_pool import PoolTimeout
 
+from access.identity import Refusal
 from hermes_site.database import pool_connect_failure
 
 Scope = dict[str, Any]
+
+
+_NOTE = "hermes_refusal"
+
+
+def refusal_note(request: HttpRequest, code: str, message: str) -> None:
+    """Say on the request why it is being refused (the latest note wins)."""
+    setattr(request, _NOTE, Refusal(code, message))
+
+
+def refusal_noted(request: HttpRequest) -> Refusal | None:
+    """Why the request was refused, if whatever refused it said so."""
+    noted = getattr(request, _NOTE, None)
+    return noted if isinstance(noted, Refusal) else None
+
+
+def csrf_refused(request: HttpRequest, reason: str = "") -> HttpResponse:
+    """CSRF_FAILURE_VIEW: Django's own 403 page, with the reason noted on the request."""
+    refusal_note(request, "csrf_failed", f"CSRF check failed: {reason}")
+    return csrf_failure(request, reason=reason)
 
 
 def refusal_body(code: str, message: str) -> bytes:

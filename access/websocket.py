@@ -13,6 +13,9 @@
   `CSRF_TRUSTED_ORIGINS`, as for Django's CSRF check; and `Host` must be in `ALLOWED_HOSTS`.
 - `OperatorWebsocketMiddleware` asks `identity_decide` and puts `operator` (an `Identity`) and `user`
   in the scope, or refuses the handshake. No websocket is served without an identity.
+
+`websocket_path_unknown` ends `hermes_site/asgi.py`'s websocket routes: a handshake on any other path
+is refused (403) with one log line, where Channels' router would raise and Daphne answer 500.
 """
 
 from __future__ import annotations
@@ -24,8 +27,8 @@ from urllib.parse import urlsplit
 from channels.auth import AuthMiddlewareStack
 from channels.db import database_sync_to_async
 from django.conf import settings
-from django.http.request import split_domain_port, validate_host
 
+from access.hosts import host_allowed, scope_scheme
 from access.identity import (
     FROM_SESSION,
     Identity,
@@ -66,11 +69,7 @@ def websocket_origin_problem(scope: Scope) -> str | None:
     """Why the handshake's `Origin`/`Host` may not open a websocket here, or None when they may."""
     headers = _headers(scope)
     host = headers.get("host", "")
-    domain, _port = split_domain_port(host)
-    allowed_hosts = settings.ALLOWED_HOSTS
-    if settings.DEBUG and not allowed_hosts:
-        allowed_hosts = [".localhost", "127.0.0.1", "[::1]"]
-    if not domain or not validate_host(domain, allowed_hosts):
+    if not host_allowed(host):
         return f"host {host!r} is not in ALLOWED_HOSTS"
     origin = headers.get("origin", "")
     if not origin:
@@ -78,7 +77,7 @@ def websocket_origin_problem(scope: Scope) -> str | None:
     if origin in settings.CSRF_TRUSTED_ORIGINS:
         return None
     presented = _origin_key(origin)
-    if presented is None or presented != _origin_key(f"{_scheme(scope, headers)}://{host}"):
+    if presented is None or presented != _origin_key(f"{scope_scheme(scope)}://{host}"):
         return f"origin {origin!r} is not this site's"
     return None
 
@@ -113,16 +112,6 @@ def _headers(scope: Scope) -> dict[str, str]:
     return {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope.get("headers", [])}
 
 
-def _scheme(scope: Scope, headers: dict[str, str]) -> str:
-    """The scheme of the page that opened the socket: what the browser used, not what reached us."""
-    if scope.get("scheme") in ("wss", "https"):
-        return "https"
-    # The edge strips this header unless a trusted proxy sent it (access.edge).
-    if settings.SECURE_PROXY_SSL_HEADER and headers.get("x-forwarded-proto", "").strip().lower() == "https":
-        return "https"
-    return "http"
-
-
 def _origin_key(origin: str) -> tuple[str, str, int | None] | None:
     try:
         parts = urlsplit(origin)
@@ -133,3 +122,9 @@ def _origin_key(origin: str) -> tuple[str, str, int | None] | None:
     if scheme not in _DEFAULT_PORTS or not parts.hostname:
         return None
     return scheme, parts.hostname.lower(), port or _DEFAULT_PORTS[scheme]
+
+
+async def websocket_path_unknown(scope: Scope, receive: Any, send: Any) -> None:
+    """The websocket route of every path Hermes does not serve: the handshake is refused."""
+    logger.warning("websocket refused: no websocket at %r", str(scope.get("path", ""))[:200])
+    await asgi_websocket_deny(receive, send)

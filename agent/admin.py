@@ -83,9 +83,7 @@ def content_render(blocks: list[dict[str, Any]]) -> SafeString:
             )
         else:
             rows.append(format_html("<div>[{} block]</div>", kind or "unknown"))
-    return format_html_join(
-        "", '<div style="white-space: pre-wrap; margin-bottom: .5em">{}</div>', ((row,) for row in rows)
-    )
+    return format_html_join("", '<div class="hermes-block">{}</div>', ((row,) for row in rows))
 
 
 class _NoWrites:
@@ -103,6 +101,10 @@ class _NoWrites:
 
 class ReadOnlyAdmin(_NoWrites, admin.ModelAdmin):
     """A model's rows, to read."""
+
+    class Media:
+        # The classes the rendered transcripts use: the admin's CSP allows no style attributes.
+        css = {"all": ["agent/admin.css"]}
 
 
 class ReadOnlyInline(_NoWrites, admin.TabularInline):
@@ -222,7 +224,7 @@ class ActivityAdmin(ReadOnlyAdmin):
     def result_pretty(self, activity: Activity) -> SafeString:
         result = activity.result or {}
         text = _result_text(result.get("content")) if "content" in result else _pretty(result)
-        return format_html('<pre style="white-space: pre-wrap">{}</pre>', text)
+        return format_html('<pre class="hermes-wrap">{}</pre>', text)
 
 
 def _uuid_or_none(raw: str) -> uuid.UUID | None:

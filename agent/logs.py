@@ -5,8 +5,9 @@
   (the turn id) and `session_id`.
 - `log_event()` writes one milestone (`turn.finished`, `tool.call`, ...) as a grep-able
   `event key=value ...` message whose fields also appear as JSON keys.
-- `TurnContextFilter` and `RedactFilter` sit on every handler; `TextFormatter` (the default) and
-  `JsonFormatter` (`HERMES_LOG_FORMAT=json`, one JSON object per line) format the records.
+- `TurnContextFilter`, `access.refusal_logs.RefusalLogFilter` and `RedactFilter` sit on every
+  handler; `TextFormatter` (the default) and `JsonFormatter` (`HERMES_LOG_FORMAT=json`, one JSON
+  object per line) format the records.
 """
 
 from __future__ import annotations
@@ -150,13 +151,15 @@ def logging_config(*, log_format: str, level: str) -> dict[str, Any]:
         "filters": {
             "turn_context": {"()": "agent.logs.TurnContextFilter"},
             "redact": {"()": "agent.logs.RedactFilter"},
+            # Refused input is logged as one line, and only so many a minute (access.refusal_logs).
+            "refusals": {"()": "access.refusal_logs.RefusalLogFilter"},
         },
         "formatters": {"hermes": {"()": formatter}},
         "handlers": {
             "console": {
                 "class": "logging.StreamHandler",
                 "formatter": "hermes",
-                "filters": ["turn_context", "redact"],
+                "filters": ["turn_context", "refusals", "redact"],
             },
         },
         "root": {"handlers": ["console"], "level": level},

@@ -1,7 +1,9 @@
-"""What the control room itself remembers: every approval decision an operator attempted.
+"""What the control room itself remembers: every approval decision attempted.
 
 Oikos is the authority on approvals; this is Hermes's own audit of who pressed Approve or Deny,
-when, and what Oikos answered (including "already decided" and failures to reach it).
+when, and what Oikos answered (including "already decided" and failures to reach it) — and of the
+attempts Hermes itself refused before asking Oikos (no operator identity, a failed CSRF check, a
+malformed decision), with the reason and the address they came from.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ class ApprovalDecision(models.Model):
         REFUSED = "refused", "Refused by Oikos"
         # Oikos could not be reached or answered something unexpected.
         FAILED = "failed", "Oikos unreachable or failing"
+        # Hermes refused the attempt before asking Oikos; `detail` says why and from where.
+        REJECTED = "rejected", "Refused by Hermes"
 
     approval_id = models.CharField(max_length=100)
     execution_id = models.CharField(max_length=100, blank=True)

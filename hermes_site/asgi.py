@@ -10,7 +10,7 @@ middleware (`access.middleware`); the A2A routes check their own pairing tokens.
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, cast
 
 import django
 from django.core.asgi import get_asgi_application
@@ -22,16 +22,19 @@ django.setup(set_prefix=False)
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.conf import settings  # noqa: E402
+from django.urls import re_path  # noqa: E402
 
 from access.edge import mesh_only  # noqa: E402
 from access.exposure import exposure_warn_at_startup  # noqa: E402
 from access.limits import size_limits  # noqa: E402
-from access.websocket import websocket_guard  # noqa: E402
+from access.websocket import websocket_guard, websocket_path_unknown  # noqa: E402
 from controlroom.routing import websocket_urlpatterns as controlroom_websockets  # noqa: E402
 from hermes_site.path_router import App, PathRouter  # noqa: E402
 from interop.server.app import a2a_asgi_app  # noqa: E402
 
-websocket_urlpatterns: list = [*controlroom_websockets]
+# Any other path is refused at the handshake (Channels' router would raise, and Daphne answer 500).
+# (`re_path` is typed for Django views; Channels routes ASGI apps with it.)
+websocket_urlpatterns: list = [*controlroom_websockets, re_path(r"^.*$", cast(Any, websocket_path_unknown))]
 
 
 def application_build() -> Any:

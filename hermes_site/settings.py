@@ -82,6 +82,8 @@ MIDDLEWARE = [
     "access.headers.content_security_policy_middleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # Outside the identity and CSRF checks, so it sees their refusals of approval decisions too.
+    "controlroom.middleware.decision_attempts_middleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -312,7 +314,7 @@ OIKOS_API_TIMEOUT = env_float("OIKOS_API_TIMEOUT", 10.0, minimum=0.5)
 HERMES_URL_PREFIX = env_path_prefix("HERMES_URL_PREFIX")
 FORCE_SCRIPT_NAME = HERMES_URL_PREFIX or None
 STATIC_URL = f"{HERMES_URL_PREFIX}/static/"
-# Request bodies and websocket messages larger than this are refused (413, close 1009) at the ASGI edge.
+# Request bodies and websocket messages larger than this are refused (413, close 4009) at the ASGI edge.
 HERMES_MAX_REQUEST_BYTES = env_int("HERMES_MAX_REQUEST_BYTES", 256 * 1024, minimum=1024)
 # Deeper JSON is refused (400) before it is parsed: nothing Hermes accepts nests this deep.
 HERMES_MAX_JSON_DEPTH = env_int("HERMES_MAX_JSON_DEPTH", 32, minimum=2)
@@ -372,6 +374,8 @@ X_FRAME_OPTIONS = "DENY"
 # Hermes usually shares a host with Oikos behind one proxy: cookies of its own name avoid collisions.
 SESSION_COOKIE_NAME = "hermes_sessionid"
 CSRF_COOKIE_NAME = "hermes_csrftoken"
+# Django's 403 page, with the reason noted on the request (refused approval decisions are recorded).
+CSRF_FAILURE_VIEW = "access.refusals.csrf_refused"
 # Our own static files and nothing else: no inline script, no eval, no third-party origin, no framing.
 CONTENT_SECURITY_POLICY = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; font-src 'self'; "
@@ -384,7 +388,7 @@ CONTENT_SECURITY_POLICY = (
 HERMES_A2A_SERVE = env_bool("HERMES_A2A_SERVE", True)
 HERMES_A2A_NAME = env_str("HERMES_A2A_NAME", "hermes")
 # The base URL peers reach this Hermes at, for the agent cards (e.g. behind a proxy); by default
-# it is taken from each card request.
+# it is built from each card request's Host (one of ALLOWED_HOSTS: the edge refuses any other).
 HERMES_A2A_PUBLIC_URL = env_str("HERMES_A2A_PUBLIC_URL")
 # Stock GarraIA sends no Authorization header. When true, the GarraIA-dialect routes accept calls
 # without a token, but only from a loopback address, as the peer named below.

@@ -57,21 +57,45 @@ def json_object_read(request: HttpRequest, *, empty_ok: bool = False) -> dict[st
     if not raw.strip():
         raise ApiError(400, "invalid_json", "The body is empty; send a JSON object.")
     try:
+        value = json_document_parse(raw)
+    except JsonRefused as refused:
+        raise ApiError(400, refused.code, refused.message) from None
+    if not isinstance(value, dict):
+        raise ApiError(400, "invalid_json", f"The body must be a JSON object, not {_json_type(value)}.")
+    return value
+
+
+class JsonRefused(ValueError):
+    """A JSON document Hermes will not take; `code` and `message` say why, as a 400 would."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def json_document_parse(raw: bytes) -> Any:
+    """Parse a JSON request body, refusing (`JsonRefused`) what must not reach a parser or a table.
+
+    In order: text that is not UTF-8; nesting deeper than HERMES_MAX_JSON_DEPTH (before parsing,
+    which would exhaust its recursion); invalid JSON, non-finite numbers and integers too long to
+    convert; then strings that parse but cannot be stored (a NUL, an unpaired surrogate). Used by
+    the HTTP API and the A2A routes alike.
+    """
+    try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
-        raise ApiError(400, "invalid_json", "The body is not UTF-8 text.") from None
+        raise JsonRefused("invalid_json", "The body is not UTF-8 text.") from None
     depth_limit = settings.HERMES_MAX_JSON_DEPTH
     if json_nesting_exceeds(text, depth_limit):
-        raise ApiError(400, "json_too_deep", f"The JSON nests deeper than {depth_limit} levels.")
+        raise JsonRefused("json_too_deep", f"The JSON nests deeper than {depth_limit} levels.")
     try:
         value = json.loads(text, parse_constant=_non_finite_refuse, parse_float=_finite_float)
     except ValueError as exc:  # JSONDecodeError, non-finite numbers, integers too long to convert
-        raise ApiError(400, "invalid_json", f"The body is not valid JSON: {exc}") from None
-    if not isinstance(value, dict):
-        raise ApiError(400, "invalid_json", f"The body must be a JSON object, not {_json_type(value)}.")
+        raise JsonRefused("invalid_json", f"The body is not valid JSON: {exc}") from None
     problem = text_problem(value)
     if problem:
-        raise ApiError(400, "invalid_text", f"The body {problem}.")
+        raise JsonRefused("invalid_text", f"The body {problem}.")
     return value
 
 

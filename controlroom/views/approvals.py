@@ -9,6 +9,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, HttpR
 from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_POST
 
+from access.refusals import refusal_note
 from controlroom import fragments, selectors
 from controlroom.approvals import approval_decide, approvals_listed
 from controlroom.forms import DecisionForm
@@ -22,13 +23,20 @@ from controlroom.views.context import DRAWER_SESSION_KEY, HtmxHttpRequest, conve
 
 @require_POST
 async def decide(request: HtmxHttpRequest) -> HttpResponse:
-    """Approve or deny as the signed-in operator; answers with the cards of that approval redrawn."""
+    """Approve or deny as the signed-in operator; answers with the cards of that approval redrawn.
+
+    A refusal here is noted on the request: `controlroom.middleware` records it as an attempt.
+    """
     operator = operator_name(request)
     if operator is None:
-        return HttpResponseForbidden("Deciding an approval needs an operator identity.")
+        message = "Deciding an approval needs an operator identity."
+        refusal_note(request, "no_operator", message)
+        return HttpResponseForbidden(message)
     form = DecisionForm(request.POST)
     if not form.is_valid():
-        return HttpResponseBadRequest("Not a valid decision: " + "; ".join(form.errors.keys()))
+        message = "Not a valid decision: " + "; ".join(form.errors.keys())
+        refusal_note(request, "invalid_decision", message)
+        return HttpResponseBadRequest(message)
     approval_id: str = form.cleaned_data["approval_id"]
     execution_id: str = form.cleaned_data["execution_id"]
     result = await approval_decide(

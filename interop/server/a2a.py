@@ -193,7 +193,10 @@ class HermesRequestHandler(DefaultRequestHandler):
 
 
 async def agent_card(request: Request) -> JSONResponse:
-    return JSONResponse(agent_card_to_dict(a2a_card(card_base_url(request))))
+    base_url = card_base_url(request)
+    if base_url is None:
+        return JSONResponse({"error": "this host name is not one Hermes answers to"}, status_code=400)
+    return JSONResponse(agent_card_to_dict(a2a_card(base_url)))
 
 
 def a2a_routes() -> list[BaseRoute]:

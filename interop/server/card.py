@@ -1,7 +1,10 @@
 """What Hermes says about itself to peers: the A2A 1.0 agent card and GarraIA's agent card.
 
 Both are public (no token): they tell a peer where to talk and how to authenticate. The base URL is
-`HERMES_A2A_PUBLIC_URL` when set (behind a proxy), else the URL the card was requested at.
+`HERMES_A2A_PUBLIC_URL` when set (behind a proxy), else built from the request: its `Host` — which
+the edge has checked against `HERMES_ALLOWED_HOSTS`, and which is checked again here, so a card
+never advertises a host a client made up — the scheme the client used (`https` believed from the
+trusted proxy only), and `HERMES_URL_PREFIX`.
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ from a2a.utils.constants import TransportProtocol
 from django.conf import settings
 from starlette.requests import Request
 
+from access.hosts import host_allowed, scope_host, scope_scheme
+
 JSONRPC_PATH = "/a2a/jsonrpc"
 REST_PREFIX = "/a2a/rest"
 SECURITY_SCHEME = "bearer"
@@ -43,10 +48,14 @@ def agent_version() -> str:
         return str(tomllib.load(handle)["project"]["version"])
 
 
-def card_base_url(request: Request) -> str:
+def card_base_url(request: Request) -> str | None:
+    """Where peers reach this Hermes; None when the request's host is not one Hermes answers to."""
     if settings.HERMES_A2A_PUBLIC_URL:
         return settings.HERMES_A2A_PUBLIC_URL.rstrip("/")
-    return f"{request.url.scheme}://{request.url.netloc}"
+    host = scope_host(request.scope)
+    if not host_allowed(host):
+        return None
+    return f"{scope_scheme(request.scope)}://{host}{settings.HERMES_URL_PREFIX}"
 
 
 def a2a_card(base_url: str) -> AgentCard:

@@ -67,7 +67,10 @@ def task_json(task_id: str, view: ExchangeView) -> dict[str, Any]:
 
 
 async def agent_card(request: Request) -> JSONResponse:
-    return JSONResponse(garraia_card(card_base_url(request)))
+    base_url = card_base_url(request)
+    if base_url is None:
+        return _error(400, "this host name is not one Hermes answers to")
+    return JSONResponse(garraia_card(base_url))
 
 
 async def task_create(request: Request) -> JSONResponse:

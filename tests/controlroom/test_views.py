@@ -165,11 +165,18 @@ async def test_a_decision_oikos_cannot_take_is_said_and_recorded(
     assert (decision.approval_id, decision.outcome) == ("apr-0007", "failed")
 
 
-def test_a_malformed_decision_is_refused(client: Client) -> None:
+def test_a_malformed_decision_is_refused_and_recorded_as_refused(client: Client) -> None:
     response = client.post("/ui/approvals/decide/", {"approval_id": "../../admin", "decision": "approve"})
     assert response.status_code == 400
     assert client.post("/ui/approvals/decide/", {"approval_id": "apr-1", "decision": "maybe"}).status_code == 400
-    assert not ApprovalDecision.objects.exists()
+    recorded = [
+        (d.approval_id, d.decision, d.outcome, d.detail.split(":")[0])
+        for d in ApprovalDecision.objects.order_by("decided_at", "id")
+    ]
+    assert recorded == [
+        ("../../admin", "approve", "rejected", "invalid_decision"),
+        ("apr-1", "", "rejected", "invalid_decision"),
+    ]
 
 
 def test_the_ledger_filters_by_turn_tool_and_errors(client: Client) -> None:

@@ -50,9 +50,10 @@ def test_enabled_it_still_refuses_a_web_page_and_the_other_routes(hermes: Daphne
     # A browser on the same machine is loopback too; it always sends Origin on a cross-site POST.
     from_page = httpx2.post(f"{hermes.url}/a2a/tasks", json=TASK, headers={"Origin": "https://evil.example"})
     assert from_page.status_code == 401
-    # A DNS-rebinding page reaches loopback under its own host name.
+    # A DNS-rebinding page reaches loopback under its own host name: the edge refuses that host.
     rebound = httpx2.get(f"{hermes.url}/a2a/tasks/garra-1", headers={"Host": "evil.example"})
-    assert rebound.status_code == 401
+    assert rebound.status_code == 400
+    assert rebound.json()["error"]["code"] == "host_not_allowed"
     # The exemption is GarraIA's: the A2A 1.0 endpoints still need a token.
     rpc = {"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "x"}}
     assert httpx2.post(f"{hermes.url}/a2a/jsonrpc", json=rpc).status_code == 401

@@ -63,19 +63,33 @@ def websocket_open(
     return Handshake(status=status, connection=connection)
 
 
+TEXT, BINARY, CLOSE = 0x1, 0x2, 0x8
+
+
 def websocket_send_text(handshake: Handshake, payload: bytes) -> int:
     """Send one masked text frame carrying `payload` (a client must mask), however large.
 
     Returns how many bytes went out before the server ended the connection (all of them if it didn't).
     """
+    return websocket_send_frame(handshake, payload, opcode=TEXT)
+
+
+def websocket_close_send(handshake: Handshake, code: int = 1000) -> None:
+    """Start the closing handshake; `websocket_close_code` then reads the server's answer."""
+    websocket_send_frame(handshake, struct.pack("!H", code), opcode=CLOSE)
+
+
+def websocket_send_frame(handshake: Handshake, payload: bytes, *, opcode: int) -> int:
+    """Send one masked, final frame of `opcode` carrying `payload` — any bytes, valid UTF-8 or not."""
     mask = os.urandom(4)
     length = len(payload)
+    first = 0x80 | opcode
     if length < 126:
-        header = struct.pack("!BB", 0x81, 0x80 | length)
+        header = struct.pack("!BB", first, 0x80 | length)
     elif length < 1 << 16:
-        header = struct.pack("!BBH", 0x81, 0x80 | 126, length)
+        header = struct.pack("!BBH", first, 0x80 | 126, length)
     else:
-        header = struct.pack("!BBQ", 0x81, 0x80 | 127, length)
+        header = struct.pack("!BBQ", first, 0x80 | 127, length)
     # One XOR over the whole payload as an integer: fast even for 10 MB.
     key = (mask * (length // 4 + 1))[:length]
     masked = (int.from_bytes(payload, "big") ^ int.from_bytes(key, "big")).to_bytes(length, "big")

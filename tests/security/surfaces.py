@@ -43,7 +43,12 @@ A2A_SURFACES: list[tuple[str, str]] = [
     ("GET", "/.well-known/agent-card.json"),
     ("GET", "/.well-known/agent.json"),
     ("POST", "/a2a/"),
+    ("POST", "/a2a/jsonrpc"),
+    ("POST", "/a2a/rest/message:send"),
+    ("GET", "/a2a/rest/tasks/t-1"),
     ("POST", "/a2a/tasks"),
+    ("GET", "/a2a/tasks/t-1"),
+    ("POST", "/a2a/tasks/t-1/cancel"),
 ]
 
 # Every websocket path.

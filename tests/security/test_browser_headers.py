@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import re
+import uuid
+
 import pytest
+from django.conf import settings
+from django.utils import timezone
 from pytest_django.fixtures import Settings
 
+from agent.models import Activity, AgentSession, Message
 from tests.security.asgi_client import http
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -48,3 +54,42 @@ async def test_the_login_page_keeps_to_the_policy(django_mode: Settings) -> None
     assert "<style" not in page
     assert " style=" not in page
     assert " on" not in page.replace(" one", "")
+
+
+async def test_the_admin_pages_keep_to_the_policy() -> None:
+    """The admin is served under the same strict policy, so its pages carry no inline style or script
+    (a `style` attribute on a transcript was blocked by the browser, and the page lost its layout)."""
+    session = await AgentSession.objects.acreate(title="caddy", actor="operator:operator", origin="ui")
+    await Message.objects.acreate(session=session, role="user", content=[{"type": "text", "text": "restart caddy"}])
+    await Message.objects.acreate(
+        session=session,
+        role="assistant",
+        content=[{"type": "tool_use", "id": "toolu_1", "name": "mcp__oikos__request_execution", "input": {}}],
+    )
+    activity = await Activity.objects.acreate(
+        correlation_id=uuid.uuid4(),
+        session=session,
+        actor="operator:operator",
+        server="oikos",
+        tool="get_health_summary",
+        result={"content": [{"type": "text", "text": "all well"}]},
+        started_at=timezone.now(),
+    )
+    pages = [
+        "/admin/",
+        "/admin/agent/agentsession/",
+        f"/admin/agent/agentsession/{session.pk}/change/",
+        "/admin/agent/activity/",
+        f"/admin/agent/activity/{activity.pk}/change/",
+        "/admin/controlroom/approvaldecision/",
+    ]
+    for path in pages:
+        response = await http(path)
+        assert response.status == 200, path
+        assert response.headers["content-security-policy"] == settings.CONTENT_SECURITY_POLICY, path
+        page = response.text
+        assert " style=" not in page, path
+        assert "<style" not in page, path
+        assert not re.search(r"<script(?![^>]*\ssrc=)[^>]*>", page), f"{path} has an inline script"
+    transcript = (await http(pages[2])).text
+    assert "restart caddy" in transcript and 'class="hermes-block"' in transcript

@@ -71,6 +71,13 @@ def _oikos_approval(oikos: RunningSim, approval_id: str) -> Any:
     return oikos.state.desk.approval_get(approval_id)
 
 
+async def _the_refused_attempt(approval_id: str) -> ApprovalDecision:
+    """The one decision attempt recorded, which Hermes refused before asking Oikos."""
+    decision = await ApprovalDecision.objects.aget()
+    assert (decision.approval_id, decision.outcome) == (approval_id, "rejected")
+    return decision
+
+
 class TestWebsocketIdentity:
     async def test_the_trusted_proxy_opens_the_socket_for_its_operator(
         self, control_room: RunningSim, proxy_mode: Settings
@@ -185,7 +192,10 @@ class TestCsrf:
 
         assert response.status == 403
         assert _oikos_approval(control_room, approval_id).status == "pending"
-        assert not await ApprovalDecision.objects.aexists()
+        refused = await _the_refused_attempt(approval_id)
+        assert (refused.operator, refused.decision) == ("operator", "approve")
+        assert refused.detail == "csrf_failed: CSRF check failed: CSRF token missing. (from 127.0.0.1)"
+        assert refused.get_outcome_display() == "Refused by Hermes"
 
 
 class TestApprovals:
@@ -200,7 +210,10 @@ class TestApprovals:
 
         assert response.status == 403
         assert _oikos_approval(control_room, approval_id).status == "pending"
-        assert not await ApprovalDecision.objects.aexists()
+        refused = await _the_refused_attempt(approval_id)
+        assert (refused.operator, refused.decision) == ("", "approve")
+        assert refused.detail.startswith("not_signed_in: ")
+        assert refused.detail.endswith("(from 127.0.0.1)")
 
     async def test_an_anonymous_decision_is_refused_in_django_mode(
         self, control_room: RunningSim, django_mode: Settings
@@ -213,7 +226,54 @@ class TestApprovals:
 
         assert response.status in (302, 403)
         assert _oikos_approval(control_room, approval_id).status == "pending"
-        assert not await ApprovalDecision.objects.aexists()
+        refused = await _the_refused_attempt(approval_id)
+        assert (refused.operator, refused.decision) == ("", "deny")
+        assert refused.detail.startswith("not_signed_in: Sign in first")
+
+    async def test_identity_headers_from_outside_the_proxy_are_refused_and_recorded(
+        self, control_room: RunningSim, proxy_mode: Settings
+    ) -> None:
+        approval_id = _pending_approval(control_room)
+
+        response = await _post(
+            "/ui/approvals/decide/",
+            f"approval_id={approval_id}&decision=approve&reason=trust+me",
+            page=None,
+            token=None,
+            peer=MESH_PEER,
+            headers=ALICE,
+        )
+
+        assert response.status == 403
+        assert _oikos_approval(control_room, approval_id).status == "pending"
+        refused = await _the_refused_attempt(approval_id)
+        assert (refused.operator, refused.reason) == ("", "trust me"), "alice is who it claimed, not who it was"
+        assert refused.detail.startswith("untrusted_identity_headers: ")
+        assert refused.detail.endswith(f"(from {MESH_PEER})")
+
+    async def test_refused_attempts_show_in_the_admin_with_their_reason(
+        self, control_room: RunningSim, proxy_mode: Settings
+    ) -> None:
+        approval_id = _pending_approval(control_room)
+        await _post("/ui/approvals/decide/", f"approval_id={approval_id}&decision=approve", page=None, token=None)
+
+        admin = await http("/admin/controlroom/approvaldecision/", peer=TRUSTED_PROXY, headers=ALICE)
+
+        assert admin.status == 200
+        assert approval_id in admin.text and "Refused by Hermes" in admin.text and "not_signed_in" in admin.text
+
+    async def test_refused_attempts_are_recorded_only_so_many_a_minute(
+        self, control_room: RunningSim, proxy_mode: Settings, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Anyone on the mesh can send refused attempts: they must not grow the table without bound."""
+        from controlroom import services
+
+        monkeypatch.setattr(services, "_refused_budget", services._MinuteBudget(5))
+        for _ in range(12):
+            response = await _post("/ui/approvals/decide/", "approval_id=apr-1&decision=approve", page=None, token=None)
+            assert response.status == 403
+
+        assert await ApprovalDecision.objects.filter(outcome="rejected").acount() == 5
 
     async def test_a_decision_through_the_ui_is_recorded_with_the_operator_in_hermes_and_in_oikos(
         self, control_room: RunningSim, proxy_mode: Settings
@@ -265,5 +325,5 @@ class TestLimits:
         closed = await socket.receive_output(timeout=10)
         while closed["type"] != "websocket.close":
             closed = await socket.receive_output(timeout=10)
-        assert closed["code"] == 1009
+        assert closed["code"] == 4009  # 1009 is the server's own; an application may close with 4009
         assert not await AgentSession.objects.aexists()
