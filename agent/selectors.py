@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime
 import uuid
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from django.core.paginator import Paginator
@@ -60,6 +61,9 @@ class TurnRecord:
     error: str
     model: str
     usage: dict[str, int]
+    tokens_total: int
+    # The list price of the usage in USD (agent/budget.py); None when the model's price is unknown.
+    cost_usd: Decimal | None
     iterations: int
     started_at: datetime.datetime
     finished_at: datetime.datetime | None
@@ -138,6 +142,8 @@ def session_detail(*, session_id: uuid.UUID) -> SessionDetail | None:
             error=turn.error,
             model=turn.model,
             usage=turn.usage,
+            tokens_total=turn.tokens_total,
+            cost_usd=turn.cost_usd,
             iterations=turn.iterations,
             started_at=turn.started_at,
             finished_at=turn.finished_at,

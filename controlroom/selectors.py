@@ -154,6 +154,7 @@ def _turn_view(turn: Turn, messages: list[tuple[str, list[dict[str, Any]]]], cal
         stop_reason=turn.stop_reason,
         iterations=turn.iterations,
         usage=dict(turn.usage or {}),
+        cost_usd="" if turn.cost_usd is None else str(turn.cost_usd),
     )
     block = 0
     for index, (role, content) in enumerate(messages):

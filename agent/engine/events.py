@@ -76,6 +76,9 @@ class Done(Event):
     iterations: int
     usage: dict[str, int] = field(default_factory=dict)
     status: str = "done"
+    # The list price of `usage` in USD as a decimal string ("0.012345"); None when the model's
+    # price is unknown (agent/budget.py).
+    cost_usd: str | None = None
 
 
 @dataclass(frozen=True)
