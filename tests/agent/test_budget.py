@@ -8,6 +8,7 @@ import subprocess
 from decimal import Decimal
 
 import pytest
+from asgiref.sync import sync_to_async
 from django.test import AsyncClient, Client
 from pytest_django.fixtures import Settings
 
@@ -81,8 +82,6 @@ class TestBudgetCheck:
 class TestRefusedAtTheCap:
     async def test_chat_answers_409_and_the_model_is_never_called(self, settings: Settings, llm: FakeAnthropic) -> None:
         settings.HERMES_DAILY_TOKEN_BUDGET = 1_000
-        from asgiref.sync import sync_to_async
-
         await sync_to_async(_spent)(1_000)
         response = await AsyncClient().post("/chat", {"message": "restart caddy"}, content_type="application/json")
 
@@ -92,6 +91,19 @@ class TestRefusedAtTheCap:
         assert "budget is spent" in response.content.decode()
         assert llm.requests == []
         assert await Turn.objects.acount() == 1  # nothing stored for the refused question
+
+    async def test_the_composer_says_so_and_keeps_the_question(self, settings: Settings, llm: FakeAnthropic) -> None:
+        settings.HERMES_DAILY_TOKEN_BUDGET = 1_000
+        await sync_to_async(_spent)(1_500)
+
+        response = await AsyncClient().post("/ui/ask/", {"message": "restart caddy"}, headers={"HX-Request": "true"})
+
+        html = response.content.decode()
+        assert response.status_code == 200
+        assert "Today&#x27;s token budget is spent (1,500 of 1,000 tokens)" in html
+        assert ">restart caddy</textarea>" in html
+        assert llm.requests == []
+        assert await AgentSession.objects.acount() == 1
 
 
 class TestAsk:
@@ -133,3 +145,21 @@ class TestShown:
         assert 'hermes_budget_tokens{kind="daily"} 10000.0' in metrics
         assert 'hermes_budget_tokens{kind="investigation"} 2000.0' in metrics
         assert 'hermes_spend_tokens_today{kind="all"} 10000.0' in metrics
+
+    def test_each_answer_shows_its_cost_and_the_api_returns_it(self) -> None:
+        session = AgentSession.objects.create(actor="operator:ana", origin="ui")
+        Turn.objects.create(
+            session=session,
+            actor="operator:ana",
+            status="done",
+            model="claude-sonnet-5",
+            usage=USAGE,
+            tokens_total=13_500,
+            cost_usd=Decimal("0.021"),
+        )
+        client = Client()
+
+        page = client.get(f"/ui/s/{session.id}/").content.decode()
+        assert '<span class="cost"' in page and "$0.0210" in page
+        turn = client.get(f"/sessions/{session.id}").json()["turns"][0]
+        assert turn["tokens_total"] == 13_500 and turn["cost_usd"] == "0.021000"
