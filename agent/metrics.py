@@ -98,14 +98,22 @@ SPEND_USD = Gauge(
 
 
 def budget_observe() -> None:
-    """Set the budget gauges from the database (synchronous: call it through `database_sync_to_async`)."""
+    """Set the budget gauges from the database (synchronous: call it through `database_sync_to_async`).
+
+    A database that does not answer leaves the spend gauges as they were: the rest of the metrics
+    (which may tell why) must still reach Prometheus.
+    """
     from django.conf import settings
+    from django.db import DatabaseError
 
     from agent.budget import spend_today
 
-    spend = spend_today()
     BUDGET_TOKENS.labels(kind="daily").set(settings.HERMES_DAILY_TOKEN_BUDGET)
     BUDGET_TOKENS.labels(kind="investigation").set(settings.HERMES_INVESTIGATION_DAILY_TOKEN_BUDGET)
+    try:
+        spend = spend_today()
+    except DatabaseError:
+        return
     SPEND_TOKENS.labels(kind="all").set(spend.tokens)
     SPEND_TOKENS.labels(kind="investigation").set(spend.investigation_tokens)
     SPEND_USD.labels(kind="all").set(float(spend.cost_usd))

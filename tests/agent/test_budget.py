@@ -127,7 +127,7 @@ class TestAsk:
         assert len(fake_llm.requests) == calls
 
 
-@pytest.mark.django_db
+@pytest.mark.django_db(transaction=True)
 class TestShown:
     def test_rail_meter_and_metrics_show_todays_spend_and_budget(self, settings: Settings) -> None:
         settings.HERMES_DAILY_TOKEN_BUDGET = 10_000
