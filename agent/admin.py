@@ -105,7 +105,7 @@ class ReadOnlyInline(_NoWrites, admin.TabularInline):
 
 class TurnInline(ReadOnlyInline):
     model = Turn
-    fields = ("correlation", "status", "stop_reason", "iterations", "tokens", "started_at", "finished_at")
+    fields = ("correlation", "status", "stop_reason", "iterations", "tokens", "cost_usd", "started_at", "finished_at")
     readonly_fields = fields
 
     @admin.display(description="correlation id")
