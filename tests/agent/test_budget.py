@@ -13,8 +13,13 @@ from django.test import AsyncClient, Client
 from pytest_django.fixtures import Settings
 
 from agent.budget import budget_check, model_prices, turn_cost
+from agent.engine.events import Done
+from agent.engine.runner import TurnRejected, turn_start
 from agent.models import AgentSession, Turn
+from agent.tools import ToolHub
+from tests.agent.conftest import ask
 from tests.fakes import FakeAnthropic, Reply
+from tests.fakes.scripted_models import DegradedInvestigator
 from tests.fakes.subprocesses import manage
 
 USAGE = {
@@ -163,3 +168,28 @@ class TestShown:
         assert '<span class="cost"' in page and "$0.0210" in page
         turn = client.get(f"/sessions/{session.id}").json()["turns"][0]
         assert turn["tokens_total"] == 13_500 and turn["cost_usd"] == "0.021000"
+
+
+@pytest.mark.django_db(transaction=True)
+class TestTurnSpendStored:
+    async def test_a_turn_stores_its_tokens_and_price_and_investigations_are_refused_at_their_cap(
+        self, settings: Settings, llm: FakeAnthropic, hub: ToolHub
+    ) -> None:
+        llm.responder = DegradedInvestigator()
+        handle, events = await ask("what's degraded?", hub)
+
+        turn = await Turn.objects.aget(pk=handle.turn_id)
+        done = events[-1]
+        assert isinstance(done, Done) and turn.usage == done.usage
+        assert turn.tokens_total == sum(turn.usage[field] for field in USAGE) > 0
+        assert turn.cost_usd == turn_cost(model="claude-sonnet-5", usage=turn.usage)
+        assert done.cost_usd == str(turn.cost_usd)
+
+        # That spend fills a budget of its size: the next investigation is refused before any call.
+        settings.HERMES_INVESTIGATION_DAILY_TOKEN_BUDGET = turn.tokens_total
+        await AgentSession.objects.filter(pk=handle.session_id).aupdate(origin="signal")
+        calls = len(llm.requests)
+        with pytest.raises(TurnRejected) as refused:
+            await turn_start(text="db backup 91% full", actor="agent:hermes", origin="signal", hub=hub)
+        assert refused.value.code == "budget_exhausted"
+        assert len(llm.requests) == calls
