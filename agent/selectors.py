@@ -221,6 +221,7 @@ class TurnOutcome:
     error: str
     iterations: int
     usage: dict[str, int]
+    cost_usd: str | None
     # Every text block the turn's assistant messages hold, in order (what its `text` events said).
     answer_blocks: list[str]
 
@@ -243,6 +244,7 @@ def turn_outcome(*, turn_id: uuid.UUID) -> TurnOutcome | None:
         error=turn.error,
         iterations=turn.iterations,
         usage=dict(turn.usage),
+        cost_usd=None if turn.cost_usd is None else str(turn.cost_usd),
         answer_blocks=blocks,
     )
 
