@@ -117,7 +117,17 @@ class ReadOnlyInline(_NoWrites, admin.TabularInline):
 
 class TurnInline(ReadOnlyInline):
     model = Turn
-    fields = ("correlation", "status", "stop_reason", "model", "iterations", "tokens", "started_at", "finished_at")
+    fields = (
+        "correlation",
+        "status",
+        "stop_reason",
+        "model",
+        "iterations",
+        "tokens",
+        "cost_usd",
+        "started_at",
+        "finished_at",
+    )
     readonly_fields = fields
 
     @admin.display(description="correlation id")

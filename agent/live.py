@@ -395,6 +395,7 @@ async def turns_interrupted_publish(turn_ids: list[uuid.UUID]) -> None:
             usage=dict(turn.usage),
             status=turn.status,
             model=turn.model,
+            cost_usd=None if turn.cost_usd is None else str(turn.cost_usd),
         )
         message = {
             "type": "turn.event",

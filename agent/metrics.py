@@ -83,6 +83,42 @@ MCP_SERVER_UP = Gauge(
     ["server"],
 )
 
+# Read from the database at each scrape (`budget_observe`): the same figures in every process.
+BUDGET_TOKENS = Gauge(
+    "hermes_budget_tokens", "The daily token budget (0: unlimited), by kind (daily, investigation).", ["kind"]
+)
+SPEND_TOKENS = Gauge(
+    "hermes_spend_tokens_today",
+    "Tokens spent by turns started today (HERMES_BUDGET_TIMEZONE), by kind (all, investigation).",
+    ["kind"],
+)
+SPEND_USD = Gauge(
+    "hermes_spend_usd_today", "List price in USD of the tokens spent today, by kind (all, investigation).", ["kind"]
+)
+
+
+def budget_observe() -> None:
+    """Set the budget gauges from the database (synchronous: call it through `database_sync_to_async`).
+
+    A database that does not answer leaves the spend gauges as they were: the rest of the metrics
+    (which may tell why) must still reach Prometheus.
+    """
+    from django.conf import settings
+    from django.db import DatabaseError
+
+    from agent.budget import spend_today
+
+    BUDGET_TOKENS.labels(kind="daily").set(settings.HERMES_DAILY_TOKEN_BUDGET)
+    BUDGET_TOKENS.labels(kind="investigation").set(settings.HERMES_INVESTIGATION_DAILY_TOKEN_BUDGET)
+    try:
+        spend = spend_today()
+    except DatabaseError:
+        return
+    SPEND_TOKENS.labels(kind="all").set(spend.tokens)
+    SPEND_TOKENS.labels(kind="investigation").set(spend.investigation_tokens)
+    SPEND_USD.labels(kind="all").set(float(spend.cost_usd))
+    SPEND_USD.labels(kind="investigation").set(float(spend.investigation_cost_usd))
+
 
 def turn_started() -> None:
     TURNS_RUNNING.inc()

@@ -97,6 +97,10 @@ class Turn(models.Model):
     model = models.CharField(max_length=100, blank=True)
     # {"input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"}
     usage = models.JSONField(default=dict)
+    # Derived from `usage` (and `model`'s price) whenever it is written, so that a day's spend is a
+    # cheap sum (agent/budget.py): every token reported, and the list price in USD (null: unknown).
+    tokens_total = models.PositiveBigIntegerField(default=0)
+    cost_usd = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
     iterations = models.PositiveIntegerField(default=0)
     started_at = models.DateTimeField(auto_now_add=True)
     # The process running the turn (`Instance.id`); empty for turns older than ownership.
@@ -112,6 +116,8 @@ class Turn(models.Model):
         indexes = [
             models.Index(fields=["session", "started_at"], name="agent_turn_session_idx"),
             models.Index(fields=["status"], name="agent_turn_status_idx"),
+            # Today's spend sums the turns started since midnight.
+            models.Index(fields=["started_at"], name="agent_turn_started_idx"),
         ]
 
     def __str__(self) -> str:

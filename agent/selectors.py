@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime
 import uuid
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from django.core.paginator import Paginator
@@ -63,6 +64,9 @@ class TurnRecord:
     error: str
     model: str
     usage: dict[str, int]
+    tokens_total: int
+    # The list price of the usage in USD (agent/budget.py); None when the model's price is unknown.
+    cost_usd: Decimal | None
     iterations: int
     started_at: datetime.datetime
     finished_at: datetime.datetime | None
@@ -141,6 +145,8 @@ def session_detail(*, session_id: uuid.UUID) -> SessionDetail | None:
             error=turn.error,
             model=turn.model,
             usage=turn.usage,
+            tokens_total=turn.tokens_total,
+            cost_usd=turn.cost_usd,
             iterations=turn.iterations,
             started_at=turn.started_at,
             finished_at=turn.finished_at,
@@ -220,6 +226,7 @@ class TurnOutcome:
     error: str
     iterations: int
     usage: dict[str, int]
+    cost_usd: str | None
     # Every text block the turn's assistant messages hold, in order (what its `text` events said).
     answer_blocks: list[str]
 
@@ -242,6 +249,7 @@ def turn_outcome(*, turn_id: uuid.UUID) -> TurnOutcome | None:
         error=turn.error,
         iterations=turn.iterations,
         usage=dict(turn.usage),
+        cost_usd=None if turn.cost_usd is None else str(turn.cost_usd),
         answer_blocks=blocks,
     )
 

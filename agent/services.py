@@ -16,6 +16,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from agent import presence
+from agent.budget import turn_cost, usage_tokens_total
 from agent.engine.context import SUMMARY_HEADER
 from agent.engine.history import synthetic_tool_results, tool_uses_unanswered
 from agent.models import Activity, AgentSession, Instance, Message, ToolCatalog, Turn
@@ -287,18 +288,26 @@ def turn_heartbeat(*, turn_id: uuid.UUID) -> None:
     Turn.objects.filter(pk=turn_id, status=Turn.Status.RUNNING).update(heartbeat_at=timezone.now())
 
 
+def _turn_spend(*, model: str, usage: dict[str, int]) -> dict[str, Any]:
+    """The columns derived from a turn's usage, written with it (agent/budget.py sums them)."""
+    return {"tokens_total": usage_tokens_total(usage), "cost_usd": turn_cost(model=model, usage=usage)}
+
+
 def turn_progress(
     *,
     turn_id: uuid.UUID,
     iterations: int,
     usage: dict[str, int],
+    model: str = "",
     session_id: uuid.UUID | None = None,
     context_tokens: int | None = None,
     context_window: int | None = None,
 ) -> None:
     """The turn's progress after a model call; with `session_id`, the session's context in use too."""
     with transaction.atomic():
-        Turn.objects.filter(pk=turn_id).update(iterations=iterations, usage=usage, heartbeat_at=timezone.now())
+        Turn.objects.filter(pk=turn_id).update(
+            iterations=iterations, usage=usage, heartbeat_at=timezone.now(), **_turn_spend(model=model, usage=usage)
+        )
         if session_id is not None and context_tokens is not None:
             AgentSession.objects.filter(pk=session_id).update(
                 context_tokens=context_tokens, context_window=context_window or 0
@@ -312,6 +321,7 @@ def turn_finish(
     stop_reason: str,
     iterations: int,
     usage: dict[str, int],
+    model: str = "",
     error: str = "",
 ) -> None:
     # Only a running turn: one already interrupted by another process (which took this process
@@ -323,6 +333,7 @@ def turn_finish(
         usage=usage,
         error=error,
         finished_at=timezone.now(),
+        **_turn_spend(model=model, usage=usage),
     )
 
 

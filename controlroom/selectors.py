@@ -20,6 +20,7 @@ from django.db.models import Case, Exists, F, OuterRef, Q, QuerySet, Value, When
 from django.utils import timezone
 
 from agent import selectors as agent_selectors
+from agent.budget import spend_today
 from agent.engine.approvals import REQUEST_EXECUTION, approval_from_result
 from agent.engine.loop import PREVIEW_CHARS
 from agent.models import Activity, AgentSession, Message, Turn
@@ -37,6 +38,23 @@ class SessionRow:
     actor: str
     origin: str
     last_active_at: datetime.datetime
+
+
+def budget_meter() -> dict[str, Any]:
+    """Today's spend against the daily budgets, for the rail's meter (agent/budget.py)."""
+    spend = spend_today()
+    daily = settings.HERMES_DAILY_TOKEN_BUDGET
+    return {
+        "tokens": spend.tokens,
+        "cost_usd": spend.cost_usd or "",
+        "daily": daily,
+        "percent": min(100, round(100 * spend.tokens / daily)) if daily else 0,
+        "high": round(daily * 0.8),
+        "exhausted": bool(daily) and spend.tokens >= daily,
+        "investigation_tokens": spend.investigation_tokens,
+        "investigation_budget": settings.HERMES_INVESTIGATION_DAILY_TOKEN_BUDGET,
+        "timezone": settings.HERMES_BUDGET_TIMEZONE,
+    }
 
 
 def session_exists(*, session_id: uuid.UUID) -> bool:
@@ -169,6 +187,7 @@ def _turn_view(turn: Turn, messages: list[tuple[str, list[dict[str, Any]]]], cal
         iterations=turn.iterations,
         usage=dict(turn.usage or {}),
         model=turn.model,
+        cost_usd="" if turn.cost_usd is None else str(turn.cost_usd),
     )
     block = thinking = 0
     for index, (role, content) in enumerate(messages):

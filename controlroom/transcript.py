@@ -123,6 +123,8 @@ class TurnView:
     stop_reason: str = ""
     iterations: int = 0
     usage: dict[str, int] = field(default_factory=dict)
+    # The usage's list price in USD as a decimal string; empty when unknown (agent/budget.py).
+    cost_usd: str = ""
     items: list[Item] = field(default_factory=list)
     # The model's summary of the turns before this one, when the model is sent it instead of them:
     # the transcript shows a divider ("earlier turns summarised for the model") above this turn.
@@ -212,6 +214,7 @@ class TurnView:
             usage = event.get("usage")
             self.usage = dict(usage) if isinstance(usage, dict) else {}
             self.model = str(event.get("model") or self.model)
+            self.cost_usd = str(event.get("cost_usd") or "")
             # A turn that ended mid-block (cancelled, failed) still shows its text rendered.
             changes = [Change("item_update", item) for item in self._close_open_blocks()]
             return [*changes, Change("finished")]

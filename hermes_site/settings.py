@@ -8,6 +8,7 @@ configuration table lists every variable read here.
 from __future__ import annotations
 
 import re
+import zoneinfo
 from pathlib import Path
 
 import dj_database_url
@@ -421,3 +422,23 @@ HERMES_A2A_CONVERSATION_SECONDS = env_float("HERMES_A2A_CONVERSATION_SECONDS", 1
 # Names of further environment variables whose values are secrets, comma-separated (e.g.
 # "GARRA_TOKEN,NOTES_API_KEY"): they are redacted from logs like the API key and MCP tokens.
 HERMES_REDACT = env_list("HERMES_REDACT")
+
+# --- Hermes: daily token budgets (agent/budget.py) -------------------------------------------------
+
+# Tokens (input + output + cache read + cache write) all turns may spend per day; 0 = unlimited.
+# Past it, interactive turns are refused before anything is stored or sent to the model.
+HERMES_DAILY_TOKEN_BUDGET = env_int("HERMES_DAILY_TOKEN_BUDGET", 0, minimum=0)
+# Tokens investigations (sessions of origin `signal`) may spend per day; 0 = unlimited. They count
+# against the daily budget above too.
+HERMES_INVESTIGATION_DAILY_TOKEN_BUDGET = env_int("HERMES_INVESTIGATION_DAILY_TOKEN_BUDGET", 0, minimum=0)
+# The time zone whose midnight starts a budget day (an IANA name); UTC by default.
+HERMES_BUDGET_TIMEZONE = env_str("HERMES_BUDGET_TIMEZONE", "UTC").strip() or "UTC"
+# Per-model prices in USD per million tokens, JSON, merged over the bundled defaults: keys are model
+# ids or id prefixes (the longest match wins), values {"input", "output", "cache_read", "cache_write"}.
+HERMES_MODEL_PRICES = env_str("HERMES_MODEL_PRICES")
+try:
+    zoneinfo.ZoneInfo(HERMES_BUDGET_TIMEZONE)
+except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+    raise ImproperlyConfigured(
+        f"HERMES_BUDGET_TIMEZONE must be an IANA time zone such as UTC or Europe/Lisbon, not {HERMES_BUDGET_TIMEZONE!r}"
+    ) from None

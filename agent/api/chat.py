@@ -20,6 +20,8 @@ REJECTION_STATUS = {
     "message_too_large": 413,
     "session_not_found": 404,
     "session_busy": 409,
+    # Today's token budget is spent: the request conflicts with the operator's spending limit.
+    "budget_exhausted": 409,
     "llm_not_configured": 503,
     "persona_missing": 503,
     "shutting_down": 503,

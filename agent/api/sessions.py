@@ -62,6 +62,9 @@ async def session_detail(request: HttpRequest, session_id: str) -> JsonResponse:
                     "error": turn.error,
                     "model": turn.model,
                     "usage": turn.usage,
+                    "tokens_total": turn.tokens_total,
+                    # A string: dollars to the micro-dollar, without float rounding.
+                    "cost_usd": None if turn.cost_usd is None else str(turn.cost_usd),
                     "iterations": turn.iterations,
                     "started_at": turn.started_at,
                     "finished_at": turn.finished_at,

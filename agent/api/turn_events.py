@@ -119,6 +119,7 @@ def _outcome_frames(turn_id: uuid.UUID, outcome: selectors.TurnOutcome) -> list[
         "stop_reason": outcome.stop_reason,
         "iterations": outcome.iterations,
         "usage": outcome.usage,
+        "cost_usd": outcome.cost_usd,
         "status": outcome.status,
     }
     frames.append(sse_frame_data(done, None))

@@ -93,6 +93,9 @@ class Done(Event):
     status: str = "done"
     # The model that answered (the session's pick, or the default).
     model: str = ""
+    # The list price of `usage` in USD as a decimal string ("0.012345"); None when the model's
+    # price is unknown (agent/budget.py).
+    cost_usd: str | None = None
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any, cast
 
 import anthropic
@@ -23,6 +24,7 @@ from channels.db import database_sync_to_async
 from django.utils import timezone
 
 from agent import metrics, services
+from agent.budget import turn_cost
 from agent.engine.approvals import approval_from_result
 from agent.engine.budgets import Budgets
 from agent.engine.caching import cache_breakpoints_apply
@@ -335,6 +337,7 @@ class TurnLoop:
             turn_id=self.state.turn_id,
             iterations=self.state.iterations,
             usage=dict(self.state.usage),
+            model=self.model,
             session_id=self.state.session_id,
             context_tokens=context_tokens,
             context_window=self.context.window,
@@ -643,6 +646,7 @@ class TurnLoop:
             stop_reason=stop_reason,
             iterations=self.state.iterations,
             usage=dict(self.state.usage),
+            model=self.model,
             error=error,
         )
         if code:
@@ -656,6 +660,7 @@ class TurnLoop:
                 usage=dict(self.state.usage),
                 status=status,
                 model=self.model,
+                cost_usd=_cost_text(turn_cost(model=self.model, usage=dict(self.state.usage))),
             )
         )
 
@@ -678,3 +683,7 @@ def _tools_unavailable_message(unreachable: list[UnreachableServer]) -> str:
         f"but Hermes has never listed the tools of the MCP server {names}, which is unreachable now ({reasons}). "
         "Ask again once the server is back, or start a new session to ask without tools."
     )
+
+
+def _cost_text(cost: Decimal | None) -> str | None:
+    return None if cost is None else str(cost)

@@ -18,6 +18,7 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 
 from agent import presence, services
+from agent.budget import INVESTIGATION_ORIGIN, budget_check
 from agent.engine.budgets import Budgets
 from agent.engine.events import Done, Event
 from agent.engine.loop import TurnLoop, TurnState
@@ -146,8 +147,9 @@ async def turn_start(
     it the turn uses the model the session was switched to last, or `HERMES_MODEL`.
 
     Raises `TurnRejected` (codes `llm_not_configured`, `invalid_message`, `message_too_large`,
-    `model_not_allowed`, `session_not_found`, `session_busy`, `persona_missing`, `shutting_down`)
-    before anything is written.
+    `model_not_allowed`, `session_not_found`, `session_busy`, `persona_missing`, `shutting_down`,
+    `budget_exhausted`) before anything is written. The daily budget is checked here, before the model
+    is asked anything; a turn that starts runs to its end whatever it spends (agent/budget.py).
     """
     question = _question_check(text)
     model_check(model)
@@ -161,6 +163,11 @@ async def turn_start(
         system = system_prompt_build(actor=actor)
     except PersonaFileError as exc:
         raise TurnRejected("persona_missing", str(exc)) from None
+    verdict = await database_sync_to_async(budget_check)(
+        kind="investigation" if origin == INVESTIGATION_ORIGIN else "interactive"
+    )
+    if not verdict.allowed:
+        raise TurnRejected("budget_exhausted", verdict.message)
     hub = hub or tool_hub()
     try:
         begun = await database_sync_to_async(services.turn_begin)(

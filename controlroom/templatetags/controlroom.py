@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from decimal import Decimal
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -89,6 +90,16 @@ def oikos_ledger_url(correlation_id: str) -> str:
         return base.replace("{correlation_id}", quote(value, safe=""))
     joiner = "&" if "?" in base else "?"
     return f"{base}{joiner}{urlencode({'correlation_id': value})}"
+
+
+@register.filter
+def usd(value: Any) -> str:
+    """A cost in USD: 0.012345 → $0.0123 (under a dollar, four decimals), 12.5 → $12.50."""
+    try:
+        amount = Decimal(str(value))
+    except ArithmeticError:
+        return ""
+    return f"${amount:,.4f}" if amount < 1 else f"${amount:,.2f}"
 
 
 @register.filter

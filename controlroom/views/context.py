@@ -67,6 +67,7 @@ def conversation_context(
         "ws_url": "/ws/ui/?" + urlencode(query),
         "llm_ready": llm_configured(),
         "llm_missing": NOT_CONFIGURED_MESSAGE,
+        "budget": selectors.budget_meter() if place == "home" else None,
         "composer": {
             "text": text,
             "error": error,

@@ -67,3 +67,11 @@ def ledger(request: HttpRequest) -> HttpResponse:
         "pending_approvals": drawer["pending_approvals"],
     }
     return render(request, "controlroom/ledger.html", context)
+
+
+@require_GET
+def budget_meter(request: HttpRequest) -> HttpResponse:
+    """The rail's budget meter alone: the page polls it, since spend changes in any process."""
+    if operator_name(request) is None:
+        return HttpResponse(status=403)
+    return render(request, "controlroom/partials/budget_meter.html", {"budget": selectors.budget_meter()})

@@ -180,7 +180,8 @@ class TextPrinter(Printer):
                 f"tokens in "
                 f"{usage.get('input_tokens', 0)}, out {usage.get('output_tokens', 0)}, cache read "
                 f"{usage.get('cache_read_input_tokens', 0)}, cache write "
-                f"{usage.get('cache_creation_input_tokens', 0)}\n"
+                f"{usage.get('cache_creation_input_tokens', 0)}"
+                f"{'' if event.cost_usd is None else f'; cost ${event.cost_usd} (list price)'}\n"
                 f"session {event.session_id} (continue with --session {event.session_id})\n",
             )
 
