@@ -1,0 +1,101 @@
+"""How fast `manage.py ask` answers a one-shot question, against a bare script doing the same.
+
+Both run the same turn (health summary → blast radius → a streamed answer) against the same fakes:
+the scripted model (`tests/fakes/anthropic_api.py`) and the mini Oikos MCP server over loopback
+HTTP, both started here. The bare script (`bench/ask_bare.py`) is the least an agent can do: the
+anthropic and mcp SDKs and a tool loop, nothing stored. `ask` also starts Django, stores the turn
+and announces its presence. Runs alternate, so drift on a noisy machine hits both alike; the figure
+that matters is the ratio of the medians (target: ≤ 1.3x).
+
+    .venv/bin/python bench/ask.py [--rounds 5]
+    createdb -h 127.0.0.1 -U postgres hermes_bench   # once
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/hermes_bench .venv/bin/python bench/ask.py
+
+Without DATABASE_URL it uses a fresh SQLite file (the embedded default).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+QUESTION = "What's degraded, and what depends on it?"
+
+
+def _run(command: list[str], env: dict[str, str]) -> float:
+    started = time.perf_counter()
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - started
+    if done.returncode != 0 or "degraded" not in done.stdout.lower():
+        raise RuntimeError(f"{command[1]} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
+    return wall
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+
+    from tests.fakes import FakeAnthropic
+    from tests.fakes.mcp_servers import MCPTestServer
+    from tests.fakes.scripted_models import DegradedInvestigator
+
+    data_dir = Path(tempfile.mkdtemp(prefix="hermes-bench-ask-"))
+    env = dict(os.environ)
+    env.setdefault("DATABASE_URL", f"sqlite:///{data_dir / 'bench.sqlite3'}")
+    env.update(HERMES_DATA_DIR=str(data_dir), HERMES_LOG_LEVEL="WARNING")
+    env.pop("HERMES_MCP_CONFIG", None)
+    engine = "PostgreSQL" if env["DATABASE_URL"].startswith("postgres") else "SQLite"
+    subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v0"], cwd=ROOT, env=env, check=True)
+
+    python = sys.executable
+    ask = [python, "manage.py", "ask", QUESTION]
+    bare = [python, str(ROOT / "bench" / "ask_bare.py"), QUESTION]
+    imports = [python, "-c", "import django; django.setup()"]
+    with FakeAnthropic() as fake:
+        server = MCPTestServer()
+        server.start()
+        try:
+            fake.responder = DegradedInvestigator()
+            env.update(
+                ANTHROPIC_BASE_URL=fake.url,
+                ANTHROPIC_API_KEY=fake.api_key,
+                OIKOS_MCP_URL=server.url,
+                OIKOS_MCP_TOKEN=server.token,
+                DJANGO_SETTINGS_MODULE="hermes_site.settings",
+            )
+            # Warm the page cache (and the .pyc files) for both before timing anything.
+            _run(ask, env)
+            _run(bare, env)
+            asks, bares, setups = [], [], []
+            for _ in range(args.rounds):
+                asks.append(_run(ask, env))
+                bares.append(_run(bare, env))
+                setups.append(_run_setup(imports, env))
+        finally:
+            server.stop()
+    a, b = statistics.median(asks), statistics.median(bares)
+    print(f"database: {engine}; {args.rounds} rounds, medians")
+    print(f"manage.py ask:      {a * 1000:6.0f} ms")
+    print(f"bare script:        {b * 1000:6.0f} ms")
+    print(f"django.setup() alone (python -c): {statistics.median(setups) * 1000:.0f} ms")
+    print(f"ask ÷ bare script:  {a / b:.2f}x (target ≤ 1.30x)")
+
+
+def _run_setup(command: list[str], env: dict[str, str]) -> float:
+    started = time.perf_counter()
+    subprocess.run(command, cwd=ROOT, env=env, check=True)
+    return time.perf_counter() - started
+
+
+if __name__ == "__main__":
+    main()
