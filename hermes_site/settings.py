@@ -15,8 +15,6 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from agent.logs import LOG_FORMATS, logging_config
-from hermes_site.channel_layers import redis_channel_layer
-from hermes_site.database import RecordingConnection
 from hermes_site.environment import (
     env_bool,
     env_choice,
@@ -62,8 +60,10 @@ if PRODUCTION and not env_str("HERMES_ALLOWED_HOSTS"):
 ALLOWED_HOSTS = env_list("HERMES_ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
 
 INSTALLED_APPS = [
-    # Daphne first: its runserver serves HTTP and websockets from one ASGI process.
-    "daphne",
+    # Before staticfiles: its `runserver` is Daphne's (HTTP and websockets from one ASGI process).
+    # Not the `daphne` app itself, whose import installs Twisted's reactor in every process that
+    # sets Django up, `manage.py ask` included; Hermes is served by `python -m hermes_site.serve`.
+    "hermes_site",
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
@@ -149,6 +149,8 @@ if _database_url:
     if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         DATABASES["default"].setdefault("OPTIONS", {}).update(_SQLITE_OPTIONS)
     elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+        from hermes_site.database import RecordingConnection
+
         DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
             # Remembers why the latest connection attempt failed: "database down" is not "busy".
             "connection_class": RecordingConnection,
@@ -172,6 +174,9 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 _redis_url = env_str("REDIS_URL")
 if _redis_url:
+    # Imported only here: redis-py and channels-redis cost every process ~0.3 s to import.
+    from hermes_site.channel_layers import redis_channel_layer
+
     CHANNEL_LAYERS = {"default": redis_channel_layer(_redis_url, prefix=env_str("HERMES_CHANNEL_PREFIX", "hermes"))}
 else:
     # The in-memory layer silently drops messages past a channel's capacity; turn events are

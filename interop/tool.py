@@ -15,7 +15,7 @@ from agent.tools.context import ToolCallContext
 from agent.tools.local import LocalResult, LocalTool
 from interop.client import Resolver
 from interop.outbound import SendRefusal, SendResult, conversation_send
-from interop.peers import PeerBook, peers_from_settings
+from interop.peers import PeerBook
 from interop.untrusted import untrusted_wrap
 
 STOP_REASONS = {
@@ -113,9 +113,3 @@ def send_result_record(result: SendResult) -> dict[str, Any]:
         "stop_reason": result.stop_reason,
         "conversation_id": str(result.conversation_id),
     }
-
-
-def a2a_send_tool_from_settings() -> A2ASendTool | None:
-    """The tool for the configured peers; None (not offered) without any. Raises `PeersConfigError`."""
-    peers = peers_from_settings()
-    return A2ASendTool(peers) if peers else None

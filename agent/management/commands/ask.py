@@ -32,6 +32,10 @@ EXIT_TERMINATED = 143
 
 class Command(BaseCommand):
     help = "Ask Hermes a question; the answer streams to stdout, tool calls to stderr."
+    # The system checks import every URL conf, view and template tag the server has (~0.6 s) to
+    # check serving: exposure, deploy settings, admin. A one-shot question serves nothing; `manage.py
+    # check` and the deploy checks still run them.
+    requires_system_checks: list[str] = []
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("question", help="what to ask, in plain language")
