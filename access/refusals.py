@@ -18,10 +18,8 @@ from django.conf import settings
 from django.db import OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.csrf import csrf_failure
-from psycopg_pool import PoolTimeout
 
 from access.identity import Refusal
-from hermes_site.database import pool_connect_failure
 
 Scope = dict[str, Any]
 
@@ -61,6 +59,11 @@ def database_refusal_response(exc: OperationalError) -> JsonResponse:
     pool's timeout (the request waited, then gave up: try again shortly); `database_unavailable`
     when the database is not reachable, with PostgreSQL's reason.
     """
+    # Imported here: only PostgreSQL deployments have a pool, and SQLite ones need not load it.
+    from psycopg_pool import PoolTimeout
+
+    from hermes_site.database import pool_connect_failure
+
     if isinstance(exc.__cause__, PoolTimeout):
         failure = pool_connect_failure()
         if failure is not None:
