@@ -52,7 +52,7 @@ async def _ask(question: str) -> None:
                 break
             results = []
             for call in calls:
-                result = await mcp.call_tool(call.name, call.input)  # type: ignore[arg-type]
+                result = await mcp.call_tool(call.name, call.input)
                 text = "".join(getattr(block, "text", "") for block in result.content)
                 results.append(
                     {"type": "tool_result", "tool_use_id": call.id, "content": text, "is_error": result.is_error}
