@@ -1,0 +1,9 @@
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class WatchConfig(AppConfig):
+    name = "watch"
+    verbose_name = "proactive investigations"
+    default_auto_field = "django.db.models.BigAutoField"
