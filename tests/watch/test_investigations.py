@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from channels.db import database_sync_to_async
+from django.test import AsyncClient
 from pytest_django.fixtures import Settings
 
 from agent.models import Activity, AgentSession, Turn
@@ -69,6 +70,12 @@ async def test_a_fired_signal_opens_one_investigation_that_escalates(
     assert "service:postgres" in escalation["summary"]
     assert "service:authentik" in escalation["impact"]
     assert escalation["approvals"] == []
+
+    # The control room: a badge in the session list, the escalation as a card atop its session.
+    html = (await AsyncClient().get(f"/ui/s/{session.id}/")).content.decode()
+    assert "investigation · open" in html
+    card = html[html.index('class="escalation-card') : html.index("</article>")]
+    assert "service:authentik" in card and "get_blast_radius" in card and str(turn.id) in card
 
 
 async def test_the_escalation_section_is_parsed(llm: FakeAnthropic, oikos_settings: RunningSim, watcher_start) -> None:
