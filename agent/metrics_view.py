@@ -5,6 +5,7 @@ Mesh-only like every other surface; it adds no authentication of its own.
 
 from __future__ import annotations
 
+from channels.db import database_sync_to_async
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_safe
 
@@ -13,5 +14,6 @@ from agent.metrics import metrics_exposition
 
 @require_safe
 async def metrics(request: HttpRequest) -> HttpResponse:
-    body, content_type = metrics_exposition(request.headers.get("Accept", ""))
+    # In a thread: some figures (the watcher's, `watch.metrics`) are read from the database.
+    body, content_type = await database_sync_to_async(metrics_exposition)(request.headers.get("Accept", ""))
     return HttpResponse(body, content_type=content_type)

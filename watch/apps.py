@@ -7,3 +7,8 @@ class WatchConfig(AppConfig):
     name = "watch"
     verbose_name = "proactive investigations"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from watch.metrics import watch_collector_register
+
+        watch_collector_register()

@@ -120,6 +120,9 @@ async def test_ten_firings_within_the_cooldown_are_one_investigation(
     (investigation,) = await database_sync_to_async(_investigations)()
     assert investigation.fired_count == 10
     assert len(llm.requests) == 3  # one investigation's model calls, not ten
+    metrics = (await AsyncClient().get("/metrics")).content.decode()
+    assert 'hermes_watch_events{outcome="opened"} 1.0' in metrics
+    assert 'hermes_watch_events{outcome="suppressed"} 9.0' in metrics
 
 
 async def test_a_storm_past_the_hourly_cap_is_one_storm_investigation(
