@@ -226,3 +226,21 @@ async def test_the_read_only_hub_refuses_a_proposal_even_by_name(
 
     assert outcome.is_error and "read-only" in outcome.content[0]["text"]
     assert oikos_settings.state.desk.executions == {}
+
+
+async def test_without_a_model_the_investigation_is_recorded_as_skipped(
+    oikos_settings: RunningSim, watcher_start, settings: Settings
+) -> None:
+    settings.ANTHROPIC_API_KEY = ""
+    settings.ANTHROPIC_BASE_URL = ""
+    running = await watcher_start(_policy())
+    signal_fire(
+        oikos_settings.state.world, oikos_settings.state.events, "service:sonarr", "http_timeout", "warning", "x"
+    )
+    await running.handled_next()
+    await running.investigations_done()
+
+    (investigation,) = await database_sync_to_async(_investigations)()
+    assert (investigation.state, investigation.skipped_reason) == ("skipped", "llm_not_configured")
+    metrics = (await AsyncClient().get("/metrics")).content.decode()
+    assert 'hermes_investigations_skipped{reason="llm_not_configured"} 1.0' in metrics
