@@ -18,6 +18,8 @@ import pytest
 
 from oikos_sim.pulse import signal_fire
 from oikos_sim.server import RunningSim
+from tests.fakes import FakeAnthropic
+from tests.fakes.anthropic_script import Reply
 from tests.fakes.daphne import LiveDatabase
 from tests.fakes.oikos_fixtures import AGENT_TOKEN, OPERATOR_TOKEN
 from tests.fakes.subprocesses import REPO_ROOT, clean_environ
@@ -112,3 +114,38 @@ def test_two_watchers_claim_every_event_once_across_a_restart(oikos: RunningSim,
         + ", ".join(f"{sum(1 for _, c in claims if c == claimer)}" for claimer in sorted(claimers))
     )
     assert restarted.process.returncode == 0
+
+
+def test_sigterm_interrupts_the_running_investigation_and_the_watcher_exits(
+    oikos: RunningSim, watch_database: LiveDatabase, fake_llm: FakeAnthropic
+) -> None:
+    # The model starts answering and then says nothing more: the investigation is mid-turn.
+    fake_llm.responder = lambda request: Reply.stall(after_events=3)
+    env = {
+        **clean_environ(),
+        **fake_llm.env(),
+        "DATABASE_URL": watch_database.url,
+        "OIKOS_MCP_URL": oikos.mcp_url,
+        "OIKOS_MCP_TOKEN": AGENT_TOKEN,
+        "OIKOS_API_URL": oikos.api_url,
+        "OIKOS_API_TOKEN": OPERATOR_TOKEN,
+    }
+    watcher = WatchProcess(env)
+    try:
+        signal_fire(oikos.state.world, oikos.state.events, "service:sonarr", "http_timeout", "warning", "timing out")
+        deadline = time.monotonic() + DEADLINE_SECONDS
+        while not fake_llm.requests and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert fake_llm.requests, "the investigation never asked the model"
+    finally:
+        code = watcher.terminate()
+
+    assert code == 0
+    ((status, error, actor),) = watch_database.query("SELECT status, error, actor FROM agent_turns")
+    assert (status, actor) == ("interrupted", "agent:hermes")
+    assert "watcher was stopped" in error
+    ((origin,),) = watch_database.query("SELECT origin FROM agent_sessions")
+    assert origin == "signal"
+    # The escalation still says what happened to the turn, for whoever opens the session.
+    ((escalation,),) = watch_database.query("SELECT escalation FROM watch_investigations")
+    assert '"turn_status": "interrupted"' in str(escalation) or "'turn_status': 'interrupted'" in str(escalation)

@@ -23,6 +23,9 @@ from controlroom.oikos import oikos_config
 from watch.policy import PolicyFileError, TriggerPolicy
 from watch.watcher import Watcher
 
+# How long the investigations' escalations get to be stored after their turns were interrupted.
+DRAIN_SECONDS = 5.0
+
 
 class Command(BaseCommand):
     help = "Follow Oikos's event stream and open investigations for the events that call for one."
@@ -56,7 +59,14 @@ async def _watch(policy: TriggerPolicy, instance: Any) -> None:
         await terminated.wait()
         watching.cancel()
         await turns_shutdown(reason="Hermes's watcher was stopped (SIGTERM) while investigating.")
-        await asyncio.gather(*watcher.investigations, return_exceptions=True)
+        # Their escalations are stored as their turns end; one not yet started (a storm gathering)
+        # is given up: its investigation stays open with no escalation.
+        pending = set(watcher.investigations)
+        if pending:
+            _, late = await asyncio.wait(pending, timeout=DRAIN_SECONDS)
+            for task in late:
+                task.cancel()
+            await asyncio.gather(*late, return_exceptions=True)
     finally:
         watching.cancel()
         await asyncio.gather(watching, return_exceptions=True)
