@@ -16,5 +16,6 @@ from agent.metrics import budget_observe, metrics_exposition
 async def metrics(request: HttpRequest) -> HttpResponse:
     # Today's spend is the database's, not this process's: read it fresh for each scrape.
     await database_sync_to_async(budget_observe)()
-    body, content_type = metrics_exposition(request.headers.get("Accept", ""))
+    # In a thread: some figures (the watcher's, `watch.metrics`) are read from the database.
+    body, content_type = await database_sync_to_async(metrics_exposition)(request.headers.get("Accept", ""))
     return HttpResponse(body, content_type=content_type)

@@ -27,6 +27,7 @@ from agent.models import Activity, AgentSession, Message, Turn
 from agent.selectors import ContextInUse
 from controlroom.models import ApprovalDecision
 from controlroom.transcript import ApprovalItem, NoticeItem, TextItem, ThinkingItem, ToolItem, TurnView
+from watch.models import Investigation
 
 SESSION_TURNS_SHOWN = 200
 
@@ -38,6 +39,56 @@ class SessionRow:
     actor: str
     origin: str
     last_active_at: datetime.datetime
+    # For a session Hermes opened on an Oikos event: the investigation's state (open, resolved,
+    # skipped) and how often the event fired; "" and 0 otherwise.
+    investigation: str = ""
+    fired_count: int = 0
+
+
+@dataclass(frozen=True)
+class EscalationCard:
+    """An investigation's escalation, rendered at the top of its session."""
+
+    state: str
+    storm: bool
+    fired_count: int
+    skipped_reason: str
+    entity: str
+    event_type: str
+    event_at: str
+    summary: str
+    impact: str
+    likely_cause: str
+    next_step: str
+    evidence: list[dict[str, Any]]
+    approvals: list[dict[str, Any]]
+    correlation_id: str
+    finished: bool
+
+
+def session_escalation(*, session_id: uuid.UUID) -> EscalationCard | None:
+    """The escalation card of a session that is an investigation; None for any other session."""
+    investigation = Investigation.objects.filter(session_id=session_id).first()
+    if investigation is None:
+        return None
+    escalation = investigation.escalation or {}
+    return EscalationCard(
+        state=investigation.state,
+        storm=investigation.storm,
+        fired_count=investigation.fired_count,
+        skipped_reason=investigation.skipped_reason,
+        entity=investigation.entity,
+        event_type=str(investigation.event.get("type", "")),
+        event_at=str(investigation.event.get("at", "")),
+        summary=str(escalation.get("summary", "")),
+        impact=str(escalation.get("impact", "")),
+        likely_cause=str(escalation.get("likely_cause", "")),
+        next_step=str(escalation.get("next_step", "")),
+        evidence=list(escalation.get("evidence", [])),
+        approvals=list(escalation.get("approvals", [])),
+        correlation_id=str(escalation.get("correlation_id", "")),
+        finished=bool(escalation),
+    )
 
 
 def budget_meter() -> dict[str, Any]:
@@ -81,7 +132,7 @@ def model_picker(*, session_id: uuid.UUID | None) -> dict[str, Any]:
 
 def sessions_recent(*, query: str = "", limit: int = 30) -> list[SessionRow]:
     """Sessions, most recently active first; `query` matches the title or the start of the id."""
-    sessions = AgentSession.objects.order_by("-last_active_at")
+    sessions = AgentSession.objects.select_related("investigation").order_by("-last_active_at")
     query = query.strip()
     if query:
         sessions = sessions.filter(Q(title__icontains=query) | Q(id__startswith=query.lower()))
@@ -92,9 +143,19 @@ def sessions_recent(*, query: str = "", limit: int = 30) -> list[SessionRow]:
             actor=session.actor,
             origin=session.origin,
             last_active_at=session.last_active_at,
+            **_investigation_of(session),
         )
         for session in sessions[:limit]
     ]
+
+
+def _investigation_of(session: AgentSession) -> dict[str, Any]:
+    try:
+        # The reverse side of `Investigation.session`, fetched with the list (select_related).
+        investigation: Investigation = getattr(session, "investigation")  # noqa: B009
+    except Investigation.DoesNotExist:
+        return {}
+    return {"investigation": investigation.state, "fired_count": investigation.fired_count}
 
 
 def session_turn_views(*, session_id: uuid.UUID, limit: int = SESSION_TURNS_SHOWN) -> list[TurnView]:

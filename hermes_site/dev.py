@@ -1,7 +1,8 @@
 """`make run`: Hermes and, unless an Oikos is configured, the `oikos_sim` stand-in beside it.
 
 Starts oikos_sim (when neither `OIKOS_MCP_URL` nor `HERMES_MCP_CONFIG` is set), applies
-migrations, and serves Hermes with Daphne on loopback. Ctrl-C stops both.
+migrations, and serves Hermes with Daphne on loopback, with the watcher (`manage.py watch`)
+beside it. Ctrl-C stops them all.
 
     python -m hermes_site.dev [--port 8000] [--oikos-port 8090]
 """
@@ -78,6 +79,9 @@ def main(argv: list[str] | None = None) -> int:
             env=env,
         )
         children.append(daphne)
+        if env.get("OIKOS_API_URL") or env.get("OIKOS_MCP_URL"):
+            # The watcher opens investigations when Oikos raises a signal (README "Proactive investigations").
+            children.append(subprocess.Popen([sys.executable, "manage.py", "watch"], cwd=ROOT, env=env))
         print(f"\nHermes control room: http://127.0.0.1:{args.port}/ui/", flush=True)
         if not (env.get("ANTHROPIC_API_KEY") or env.get("ANTHROPIC_BASE_URL")):
             print(

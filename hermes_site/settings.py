@@ -76,6 +76,7 @@ INSTALLED_APPS = [
     "agent",
     "interop",
     "controlroom",
+    "watch",
 ]
 
 # Network checks (mesh_only) and size limits run before Django, in the ASGI edge (hermes_site/asgi.py).
@@ -447,3 +448,22 @@ except (zoneinfo.ZoneInfoNotFoundError, ValueError):
     raise ImproperlyConfigured(
         f"HERMES_BUDGET_TIMEZONE must be an IANA time zone such as UTC or Europe/Lisbon, not {HERMES_BUDGET_TIMEZONE!r}"
     ) from None
+
+# --- Proactive investigations (`manage.py watch`, watch/) -----------------------------------------
+
+# Which Oikos events open an investigation (watch/policy.py; README "Proactive investigations").
+HERMES_WATCH_KINDS = env_list("HERMES_WATCH_KINDS", ["signal.fired", "entity.health_changed", "execution.failed"])
+HERMES_WATCH_MIN_SEVERITY = env_choice("HERMES_WATCH_MIN_SEVERITY", "warning", ("info", "warning", "critical"))
+# Entity globs (`service:*`, `lxc:10?`): only these, then none of these.
+HERMES_WATCH_INCLUDE = env_list("HERMES_WATCH_INCLUDE")
+HERMES_WATCH_EXCLUDE = env_list("HERMES_WATCH_EXCLUDE")
+# The same entity and kind again within this many seconds is counted on the open investigation.
+HERMES_WATCH_COOLDOWN_SECONDS = env_float("HERMES_WATCH_COOLDOWN_SECONDS", 1800.0, minimum=0.0)
+# At most this many investigations per hour; past it, one storm investigation summarises the rest.
+HERMES_WATCH_HOURLY_CAP = env_int("HERMES_WATCH_HOURLY_CAP", 6, minimum=1)
+# A JSON file with any of the keys kinds, min_severity, include, exclude, cooldown_seconds,
+# hourly_cap: it overrides the variables above (read when the watcher starts).
+HERMES_WATCH_POLICY_FILE = env_str("HERMES_WATCH_POLICY_FILE")
+# Investigations are read-only unless this is true: then `request_execution` is offered, and
+# what it requests still waits for an operator's approval in Oikos.
+HERMES_INVESTIGATIONS_MAY_PROPOSE = env_bool("HERMES_INVESTIGATIONS_MAY_PROPOSE", False)

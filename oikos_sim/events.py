@@ -24,6 +24,7 @@ EVENT_TYPES = (
     "execution.completed",
     "execution.failed",
     "signal.fired",
+    "signal.resolved",
     "entity.health_changed",
 )
 BACKLOG = 1000

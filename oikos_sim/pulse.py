@@ -17,7 +17,8 @@ from oikos_sim.world import World
 SONARR_REASON = "indexer searches timing out (5 in 10 minutes); a restart usually clears it"
 
 
-def _fire(world: World, events: EventBus, slug: str, kind: str, severity: Severity, summary: str) -> None:
+def signal_fire(world: World, events: EventBus, slug: str, kind: str, severity: Severity, summary: str) -> None:
+    """Fire (or fire again) a signal and publish `signal.fired`; also the tests' hook for one."""
     signal = world.signal_fire(slug=slug, kind=kind, severity=severity, summary=summary)
     events.publish(
         "signal.fired",
@@ -32,6 +33,13 @@ def _fire(world: World, events: EventBus, slug: str, kind: str, severity: Severi
     )
 
 
+def signal_resolve(world: World, events: EventBus, slug: str, kind: str) -> None:
+    """Resolve a firing signal and publish `signal.resolved` (nothing when none was firing)."""
+    resolved = world.signal_resolve(slug=slug, kind=kind)
+    if resolved is not None:
+        events.publish("signal.resolved", {"signal_id": resolved.id, "slug": slug, "kind": kind})
+
+
 def _health(world: World, events: EventBus, slug: str, health: Health, reason: str | None) -> None:
     before, after = world.health_set(slug, health, reason)
     if before != after:
@@ -39,7 +47,7 @@ def _health(world: World, events: EventBus, slug: str, health: Health, reason: s
 
 
 def _sonarr_degrades(world: World, events: EventBus) -> None:
-    _fire(
+    signal_fire(
         world,
         events,
         "service:sonarr",
@@ -53,7 +61,7 @@ def _sonarr_degrades(world: World, events: EventBus) -> None:
 
 
 def _postgres_archive(world: World, events: EventBus) -> None:
-    _fire(
+    signal_fire(
         world,
         events,
         "service:postgres",
@@ -64,7 +72,7 @@ def _postgres_archive(world: World, events: EventBus) -> None:
 
 
 def _jellyfin_software_fallback(world: World, events: EventBus) -> None:
-    _fire(
+    signal_fire(
         world,
         events,
         "service:jellyfin",
@@ -75,7 +83,7 @@ def _jellyfin_software_fallback(world: World, events: EventBus) -> None:
 
 
 def _sonarr_recovers(world: World, events: EventBus) -> None:
-    world.signal_resolve(slug="service:sonarr", kind="http_timeout")
+    signal_resolve(world, events, "service:sonarr", "http_timeout")
     with world.lock:
         world.entities["service:sonarr"].attrs.pop("restart_clears", None)
     _health(world, events, "service:sonarr", "healthy", None)

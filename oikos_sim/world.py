@@ -136,12 +136,15 @@ class World:
             self.signals.append(signal)
             return signal
 
-    def signal_resolve(self, *, slug: str, kind: str) -> None:
+    def signal_resolve(self, *, slug: str, kind: str) -> Signal | None:
+        """Resolve the firing (slug, kind) signal; the signal, or None when none was firing."""
         with self.lock:
             for signal in self.signals:
                 if signal.slug == slug and signal.kind == kind and signal.state == "firing":
                     signal.state = "resolved"
                     signal.last_seen = utc_now()
+                    return signal
+            return None
 
     def health_set(self, slug: str, health: Health, reason: str | None) -> tuple[Health, Health]:
         """Change an entity's health; returns (before, after)."""

@@ -70,6 +70,7 @@ async def _checks(seconds: float) -> list[CheckResult]:
         mcp_checks(seconds),
         _one(oikos_rest_check(seconds)),
         _one(llm_check(seconds)),
+        _one(watcher_check()),
     )
     return [result for group in groups for result in group]
 
@@ -267,6 +268,36 @@ async def oikos_rest_check(seconds: float) -> CheckResult:
     if response.status_code >= 400:
         return CheckResult("oikos rest", Status.FAIL, f"{url}: HTTP {response.status_code}", latency)
     return CheckResult("oikos rest", Status.OK, f"{url}: HTTP {response.status_code}", latency)
+
+
+async def watcher_check() -> CheckResult:
+    """Is a `manage.py watch` running, when did it last claim an event, and how late was it?"""
+    if not (getattr(settings, "OIKOS_API_URL", "") or getattr(settings, "OIKOS_MCP_URL", "")):
+        return CheckResult("watcher", Status.SKIP, "Oikos is not configured: there is no event stream to watch")
+    from watch.selectors import watch_status  # the watcher is an app of its own, above agent
+
+    try:
+        status = await database_sync_to_async(watch_status)()
+    except Exception as exc:
+        return CheckResult("watcher", Status.FAIL, f"cannot read the watcher's state: {_error(exc)}")
+    if not status.watchers and not status.ever_ran:
+        return CheckResult(
+            "watcher", Status.SKIP, "no `manage.py watch` has run: Oikos's signals open no investigation"
+        )
+    if not status.watchers:
+        return CheckResult(
+            "watcher",
+            Status.WARN,
+            "no `manage.py watch` is running now (one ran before): signals open no investigation",
+        )
+    if status.last_claimed_at is None:
+        return CheckResult("watcher", Status.OK, f"{status.watchers} running; no event seen yet")
+    lag = f", claimed {status.lag_seconds:.1f} s after Oikos raised it" if status.lag_seconds is not None else ""
+    detail = (
+        f"{status.watchers} running; {status.events} events claimed, the last #{status.last_event_id} "
+        f"at {status.last_claimed_at:%Y-%m-%d %H:%M:%S}{lag}"
+    )
+    return CheckResult("watcher", Status.OK, detail)
 
 
 # --- the model -------------------------------------------------------------------------------------

@@ -60,6 +60,7 @@ def conversation_context(
         "session_id": str(session_id) if session_id else "",
         "session_title": selectors.session_title(session_id=session_id) if session_id else "",
         "context": selectors.session_context_in_use(session_id=session_id) if session_id else None,
+        "escalation": selectors.session_escalation(session_id=session_id) if session_id else None,
         "turns": turns,
         "running": next((turn for turn in turns if turn.running), None),
         "approvals": approvals,

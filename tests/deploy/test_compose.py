@@ -76,6 +76,17 @@ class TestCompose:
         assert {key: hermes[key] for key in example_values()} == example_values()
         assert found["hermes"]["depends_on"]["postgres"]["condition"] == "service_healthy"
 
+    def test_the_watcher_runs_from_the_same_image_on_the_same_database(self) -> None:
+        found = services(compose_config())
+
+        watch = found["watch"]
+        assert watch["image"] == found["hermes"]["image"]
+        assert watch["entrypoint"] == ["python", "manage.py", "watch"]
+        assert environment(watch)["DATABASE_URL"] == environment(found["hermes"])["DATABASE_URL"]
+        assert {key: environment(watch)[key] for key in example_values()} == example_values()
+        # Migrations are Hermes's start script's job: the watcher waits for a healthy Hermes.
+        assert watch["depends_on"]["hermes"]["condition"] == "service_healthy"
+
     def test_the_demo_profile_adds_oikos_sim_from_the_same_image(self) -> None:
         found = services(compose_config("--profile", "demo"))
 

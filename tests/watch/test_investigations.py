@@ -1,0 +1,246 @@
+"""The watcher against `oikos_sim` and the scripted model: a signal fires, Hermes investigates."""
+
+from __future__ import annotations
+
+import pytest
+from channels.db import database_sync_to_async
+from django.test import AsyncClient
+from pytest_django.fixtures import Settings
+
+from agent.models import Activity, AgentSession, Turn
+from agent.tools import ToolHub
+from oikos_sim.pulse import signal_fire, signal_resolve
+from oikos_sim.server import RunningSim
+from tests.fakes import FakeAnthropic
+from tests.fakes.anthropic_script import Reply
+from tests.fakes.scripted_models import DegradedInvestigator, ExecutionRequester, offered_tool
+from watch.investigate import ToolsWithheld
+from watch.models import Investigation
+from watch.policy import TriggerPolicy
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _policy(**overrides: object) -> TriggerPolicy:
+    values: dict[str, object] = {
+        "kinds": frozenset({"signal.fired", "entity.health_changed", "execution.failed"}),
+        "min_severity": "warning",
+        "cooldown_seconds": 1800.0,
+        "hourly_cap": 6,
+    }
+    values.update(overrides)
+    return TriggerPolicy(**values)  # type: ignore[arg-type]
+
+
+def _investigations() -> list[Investigation]:
+    return list(Investigation.objects.order_by("id"))
+
+
+async def test_a_fired_signal_opens_one_investigation_that_escalates(
+    llm: FakeAnthropic, oikos_settings: RunningSim, watcher_start
+) -> None:
+    model = DegradedInvestigator()
+    llm.responder = model
+    running = await watcher_start(_policy())
+    world, events = oikos_settings.state.world, oikos_settings.state.events
+
+    signal_fire(world, events, "service:postgres", "wal_archive_failing", "critical", "archive_command failing")
+    ((event, claim),) = await running.handled_next()
+    await running.investigations_done()
+
+    assert event.type == "signal.fired"
+    assert claim is not None and claim.outcome == "opened"
+    (investigation,) = await database_sync_to_async(_investigations)()
+    session = await database_sync_to_async(AgentSession.objects.get)(pk=investigation.session_id)
+    assert (session.actor, session.origin) == ("agent:hermes", "signal")
+    assert "wal_archive_failing" in session.title and "service:postgres" in session.title
+    # The first turn was given the brief, and ran the health → blast-radius chain.
+    first = llm.requests[0].body["messages"][0]["content"]
+    brief = first if isinstance(first, str) else first[0]["text"]
+    assert "archive_command failing" in brief and "## Escalation" in brief
+    turn = await database_sync_to_async(Turn.objects.get)(session_id=session.id)
+    assert turn.status == "done" and turn.actor == "agent:hermes"
+    tools = await database_sync_to_async(list)(
+        Activity.objects.filter(correlation_id=turn.id).order_by("started_at", "id").values_list("tool", flat=True)
+    )
+    assert tools == ["get_health_summary", "get_blast_radius"]
+    escalation = investigation.escalation
+    assert escalation["correlation_id"] == str(turn.id)
+    assert [e["tool"] for e in escalation["evidence"]] == ["get_health_summary", "get_blast_radius"]
+    assert "service:postgres" in escalation["summary"]
+    assert "service:authentik" in escalation["impact"]
+    assert escalation["approvals"] == []
+
+    # The control room: a badge in the session list, the escalation as a card atop its session.
+    html = (await AsyncClient().get(f"/ui/s/{session.id}/")).content.decode()
+    assert "investigation · open" in html
+    card = html[html.index('class="escalation-card') : html.index("</article>")]
+    assert "service:authentik" in card and "get_blast_radius" in card and str(turn.id) in card
+
+
+async def test_the_escalation_section_is_parsed(llm: FakeAnthropic, oikos_settings: RunningSim, watcher_start) -> None:
+    def responder(request: dict) -> Reply:
+        if len(request["messages"]) == 1:
+            return Reply.tool_use(offered_tool(request, "get_health_summary"), {})
+        return Reply.text(
+            "Checked.\n\n## Escalation\nSummary: sonarr times out\nImpact: nothing depends on it\n"
+            "Likely cause: the indexer\nNext step: restart sonarr"
+        )
+
+    llm.responder = responder
+    running = await watcher_start(_policy())
+    signal_fire(
+        oikos_settings.state.world, oikos_settings.state.events, "service:sonarr", "http_timeout", "warning", "x"
+    )
+    await running.handled_next()
+    await running.investigations_done()
+
+    (investigation,) = await database_sync_to_async(_investigations)()
+    assert {k: investigation.escalation[k] for k in ("summary", "impact", "likely_cause", "next_step")} == {
+        "summary": "sonarr times out",
+        "impact": "nothing depends on it",
+        "likely_cause": "the indexer",
+        "next_step": "restart sonarr",
+    }
+
+
+async def test_ten_firings_within_the_cooldown_are_one_investigation(
+    llm: FakeAnthropic, oikos_settings: RunningSim, watcher_start
+) -> None:
+    llm.responder = DegradedInvestigator()
+    running = await watcher_start(_policy())
+    world, events = oikos_settings.state.world, oikos_settings.state.events
+
+    for _ in range(10):
+        signal_fire(world, events, "service:sonarr", "http_timeout", "warning", "indexer timed out")
+    handled = await running.handled_next(10)
+    await running.investigations_done()
+
+    assert [claim.outcome for _, claim in handled if claim] == ["opened"] + ["suppressed"] * 9
+    (investigation,) = await database_sync_to_async(_investigations)()
+    assert investigation.fired_count == 10
+    assert len(llm.requests) == 3  # one investigation's model calls, not ten
+    metrics = (await AsyncClient().get("/metrics")).content.decode()
+    assert 'hermes_watch_events{outcome="opened"} 1.0' in metrics
+    assert 'hermes_watch_events{outcome="suppressed"} 9.0' in metrics
+
+
+async def test_a_storm_past_the_hourly_cap_is_one_storm_investigation(
+    llm: FakeAnthropic, oikos_settings: RunningSim, watcher_start
+) -> None:
+    llm.responder = lambda request: Reply.text("## Escalation\nSummary: a storm")
+    running = await watcher_start(_policy(hourly_cap=5), storm_gather=0.0)
+    world, events = oikos_settings.state.world, oikos_settings.state.events
+
+    for number in range(50):
+        signal_fire(world, events, f"service:s{number}", "http_timeout", "warning", f"signal {number}")
+    handled = await running.handled_next(50)
+    await running.investigations_done()
+
+    outcomes = [claim.outcome for _, claim in handled if claim]
+    assert outcomes.count("opened") == 6 and outcomes.count("suppressed") == 44
+    investigations = await database_sync_to_async(_investigations)()
+    assert [i.storm for i in investigations] == [False] * 5 + [True]
+    storm = investigations[-1]
+    assert storm.fired_count == 45 and len(storm.storm_events) == 45
+    assert len(llm.requests) == 6
+    print(f"50 signals, cap 5: {len(investigations)} investigations, {len(llm.requests)} model calls")
+
+
+async def test_a_resolved_signal_resolves_its_investigation_without_a_model_call(
+    llm: FakeAnthropic, oikos_settings: RunningSim, watcher_start
+) -> None:
+    llm.responder = lambda request: Reply.text("## Escalation\nSummary: sonarr")
+    running = await watcher_start(_policy())
+    world, events = oikos_settings.state.world, oikos_settings.state.events
+    signal_fire(world, events, "service:sonarr", "http_timeout", "warning", "x")
+    await running.handled_next()
+    await running.investigations_done()
+    calls = len(llm.requests)
+
+    signal_resolve(world, events, "service:sonarr", "http_timeout")
+    ((event, claim),) = await running.handled_next()
+
+    assert event.type == "signal.resolved" and claim is not None and claim.outcome == "resolved"
+    (investigation,) = await database_sync_to_async(_investigations)()
+    assert investigation.state == "resolved" and investigation.resolved_at is not None
+    assert len(llm.requests) == calls
+
+
+async def test_below_the_minimum_severity_nothing_opens(
+    llm: FakeAnthropic, oikos_settings: RunningSim, watcher_start
+) -> None:
+    running = await watcher_start(_policy(exclude=("service:caddy",)))
+    world, events = oikos_settings.state.world, oikos_settings.state.events
+    signal_fire(world, events, "service:jellyfin", "transcode_fallback", "info", "software decoding")
+    signal_fire(world, events, "service:caddy", "cert_expiring", "critical", "cert")
+
+    handled = await running.handled_next(2)
+
+    assert [claim.outcome for _, claim in handled if claim] == ["ignored", "ignored"]
+    assert await database_sync_to_async(Investigation.objects.count)() == 0
+    assert not llm.requests
+
+
+@pytest.mark.parametrize("may_propose", [False, True])
+async def test_investigations_are_read_only_unless_enabled(
+    llm: FakeAnthropic, oikos_settings: RunningSim, watcher_start, settings: Settings, may_propose: bool
+) -> None:
+    settings.HERMES_INVESTIGATIONS_MAY_PROPOSE = may_propose
+    requester = ExecutionRequester(target="service:jellyfin", action="deploy")
+
+    def responder(request: dict) -> Reply:
+        offered = [tool["name"] for tool in request.get("tools", [])]
+        if any(name.endswith("request_execution") for name in offered):
+            return requester(request)
+        return Reply.text("## Escalation\nSummary: jellyfin\nNext step: deploy jellyfin (an operator must)")
+
+    llm.responder = responder
+    running = await watcher_start(_policy())
+    signal_fire(oikos_settings.state.world, oikos_settings.state.events, "service:jellyfin", "x", "critical", "x")
+    await running.handled_next()
+    await running.investigations_done()
+
+    offered = [tool["name"] for tool in llm.requests[0].body.get("tools", [])]
+    assert any(name.endswith("request_execution") for name in offered) is may_propose
+    executions = list(oikos_settings.state.desk.executions.values())
+    (investigation,) = await database_sync_to_async(_investigations)()
+    if may_propose:
+        assert [(x.target, x.action) for x in executions] == [("service:jellyfin", "deploy")]
+        # Parked for an operator: the escalation names the approval it raised.
+        assert investigation.escalation["approvals"][0]["approval_id"] in oikos_settings.state.desk.approvals
+    else:
+        assert executions == []
+        assert investigation.escalation["approvals"] == []
+        assert investigation.escalation["next_step"] == "deploy jellyfin (an operator must)"
+
+
+async def test_the_read_only_hub_refuses_a_proposal_even_by_name(
+    oikos_hub: ToolHub, oikos_settings: RunningSim
+) -> None:
+    hub = ToolsWithheld(oikos_hub)
+    names = [spec.tool for spec in await hub.list_tools()]
+    assert "request_execution" not in names and "get_health_summary" in names
+
+    outcome = await hub.call("mcp__oikos__request_execution", {"target": "service:caddy", "action": "restart"})
+
+    assert outcome.is_error and "read-only" in outcome.content[0]["text"]
+    assert oikos_settings.state.desk.executions == {}
+
+
+async def test_without_a_model_the_investigation_is_recorded_as_skipped(
+    oikos_settings: RunningSim, watcher_start, settings: Settings
+) -> None:
+    settings.ANTHROPIC_API_KEY = ""
+    settings.ANTHROPIC_BASE_URL = ""
+    running = await watcher_start(_policy())
+    signal_fire(
+        oikos_settings.state.world, oikos_settings.state.events, "service:sonarr", "http_timeout", "warning", "x"
+    )
+    await running.handled_next()
+    await running.investigations_done()
+
+    (investigation,) = await database_sync_to_async(_investigations)()
+    assert (investigation.state, investigation.skipped_reason) == ("skipped", "llm_not_configured")
+    metrics = (await AsyncClient().get("/metrics")).content.decode()
+    assert 'hermes_investigations_skipped{reason="llm_not_configured"} 1.0' in metrics

@@ -1,0 +1,14 @@
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class WatchConfig(AppConfig):
+    name = "watch"
+    verbose_name = "proactive investigations"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from watch.metrics import watch_collector_register
+
+        watch_collector_register()

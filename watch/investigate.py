@@ -1,0 +1,237 @@
+"""Running an investigation: the brief, the read-only tool hub, and the escalation it ends with.
+
+An investigation is an ordinary turn — `turn_start` and the live registry, like a question typed
+in the control room — so it has the same ledger, live view and Stop, and the operator continues
+its session like any other. Only three things differ: who asks (`agent:hermes`, origin `signal`),
+the question (a brief written from the event), and the tools: `request_execution` is withheld
+unless `HERMES_INVESTIGATIONS_MAY_PROPOSE` is true, and even then it can only propose (Oikos
+parks anything risky for an operator's approval).
+
+The escalation is stored on the investigation when the turn ends: the model is asked to end its
+answer with an `## Escalation` section of labelled lines, which is parsed; evidence and approvals
+come from the turn's ledger (tool calls under its correlation id), not from what the model says.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+import uuid
+from typing import Any
+
+from channels.db import database_sync_to_async
+from django.conf import settings
+
+from agent.engine.runner import TurnRejected, turn_start
+from agent.live import turn_registry
+from agent.models import Activity, Message, Turn
+from agent.tools.context import ToolCallContext
+from agent.tools.hub import ToolHub, ToolSpec
+from agent.tools.outcomes import ToolOutcome
+from agent.tools.results import tool_error_blocks, tool_error_record
+from watch import services
+from watch.models import Investigation
+
+logger = logging.getLogger(__name__)
+
+PROPOSING_TOOLS = frozenset({"request_execution"})
+WITHHELD_MESSAGE = (
+    "request_execution is not available in investigations: they are read-only "
+    "(HERMES_INVESTIGATIONS_MAY_PROPOSE is off). Suggest the step in the escalation instead."
+)
+FIELDS = {
+    "summary": "summary",
+    "impact": "impact",
+    "likely cause": "likely_cause",
+    "cause": "likely_cause",
+    "next step": "next_step",
+    "suggested next step": "next_step",
+}
+_FIELD_LINE = re.compile(r"^\s*[-*]?\s*\**(?P<label>[A-Za-z ]+?)\**\s*:\s*\**\s*(?P<text>.*)$")
+
+
+class ToolsWithheld(ToolHub):
+    """A hub that offers everything its inner hub offers except the proposing tools.
+
+    A wrapper rather than an option of `ToolHub`: the process's hub is shared by every turn, and
+    only investigations are read-only. Attributes not overridden here are the inner hub's.
+    """
+
+    def __init__(self, inner: ToolHub, withheld: frozenset[str] = PROPOSING_TOOLS) -> None:
+        self._inner = inner
+        self._withheld = withheld
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def _hidden(self, spec: ToolSpec | None) -> bool:
+        return spec is not None and spec.tool in self._withheld
+
+    async def list_tools(self, context: ToolCallContext | None = None, *, verify: bool = False) -> list[ToolSpec]:
+        return [spec for spec in await self._inner.list_tools(context, verify=verify) if not self._hidden(spec)]
+
+    def spec(self, name: str) -> ToolSpec | None:
+        return self._inner.spec(name)
+
+    async def call(
+        self, name: str, arguments: dict[str, Any], *, context: ToolCallContext | None = None
+    ) -> ToolOutcome:
+        if self._hidden(self._inner.spec(name)) or name in self._withheld:
+            return ToolOutcome(
+                content=tool_error_blocks(WITHHELD_MESSAGE),
+                is_error=True,
+                record=tool_error_record("withheld", WITHHELD_MESSAGE),
+                structured=None,
+                duration_ms=0,
+            )
+        return await self._inner.call(name, arguments, context=context)
+
+
+def investigation_brief(investigation: Investigation) -> str:
+    """The first question of an investigation: what fired, when, where, and what to come back with."""
+    event = investigation.event
+    lines = [
+        "This is an investigation Hermes opened on its own: no operator asked yet. Oikos raised this event:",
+        "",
+        f"- event: {event.get('type')} (id {event.get('id')}) at {event.get('at')}",
+        f"- entity: {investigation.entity or '(none)'}",
+        f"- kind: {investigation.kind}, severity: {investigation.severity}",
+        f"- data: {json.dumps(event.get('data', {}), sort_keys=True)}",
+    ]
+    if investigation.storm:
+        lines += [
+            "",
+            "This is an event storm: more events than the hourly cap of investigations. Summarise them"
+            " together (what they have in common, which entity is at the root) instead of one by one:",
+            *(
+                f"- {e['type']} {e['entity']} {e['kind']} ({e['severity']}): {e['summary']}"
+                for e in investigation.storm_events
+            ),
+        ]
+    lines += [
+        "",
+        "Investigate read-only: check the entity's health, what depends on it (blast radius), its"
+        " recent logs and executions. "
+        + (
+            "You may propose an execution with request_execution; an operator approves it."
+            if settings.HERMES_INVESTIGATIONS_MAY_PROPOSE
+            else "Do not try to change anything: suggest the next step instead."
+        ),
+        "End your answer with a section `## Escalation` of exactly these lines:",
+        "Summary: …",
+        "Impact: … (the blast radius)",
+        "Likely cause: …",
+        "Next step: …",
+    ]
+    return "\n".join(lines)
+
+
+def escalation_parse(answer: str) -> dict[str, str]:
+    """The labelled lines of the answer's `## Escalation` section (or of the whole answer)."""
+    marker = answer.lower().rfind("## escalation")
+    section = answer[marker:] if marker >= 0 else answer
+    found: dict[str, str] = {}
+    for line in section.splitlines():
+        match = _FIELD_LINE.match(line)
+        if match is None:
+            continue
+        key = FIELDS.get(match["label"].strip().lower())
+        if key and key not in found:
+            found[key] = match["text"].strip().strip("*").strip()
+    if "summary" not in found:
+        # A model that ignored the format still said something: its first paragraph is the summary.
+        found["summary"] = answer.strip().split("\n\n")[0][:500]
+    if "impact" not in found:
+        bullets = [line.strip("-* ").strip() for line in answer.splitlines() if line.lstrip().startswith(("- ", "* "))]
+        if bullets:
+            found["impact"] = "; ".join(bullets)[:500]
+    return found
+
+
+def escalation_build(*, turn_id: uuid.UUID) -> dict[str, Any]:
+    """The escalation of a finished investigation turn: the model's section plus the ledger's facts."""
+    turn = Turn.objects.get(pk=turn_id)
+    texts = [
+        block.get("text", "")
+        for message in Message.objects.filter(turn_id=turn_id, role=Message.Role.ASSISTANT).order_by("id")
+        for block in message.content
+        if isinstance(block, dict) and block.get("type") == "text"
+    ]
+    answer = "\n\n".join(text for text in texts if text)
+    escalation: dict[str, Any] = {"summary": "", "impact": "", "likely_cause": "", "next_step": ""}
+    escalation.update(escalation_parse(answer) if answer else {})
+    calls = Activity.objects.filter(correlation_id=turn_id).order_by("started_at", "id")
+    escalation["evidence"] = [
+        {
+            "tool": call.tool,
+            "server": call.server,
+            "arguments": call.arguments,
+            "state": call.state,
+            "correlation_id": str(turn_id),
+        }
+        for call in calls
+    ]
+    escalation["approvals"] = [
+        {"approval_id": approval_id, "target": call.arguments.get("target"), "action": call.arguments.get("action")}
+        for call in calls
+        if call.tool == "request_execution" and not call.is_error
+        for approval_id in [_approval_id(call.result)]
+        if approval_id
+    ]
+    escalation["correlation_id"] = str(turn_id)
+    escalation["turn_status"] = turn.status
+    return escalation
+
+
+def _approval_id(record: dict[str, Any]) -> str:
+    """The approval a `request_execution` result says it raised (parked for an operator), or ""."""
+    structured = record.get("structured_content")
+    if not isinstance(structured, dict):
+        texts = [item.get("text", "") for item in record.get("content", []) if isinstance(item, dict)]
+        try:
+            structured = json.loads("".join(texts))
+        except ValueError:
+            return ""
+    if not isinstance(structured, dict) or not structured.get("needs_approval"):
+        return ""
+    return str(structured.get("approval_id") or "")
+
+
+async def investigation_run(
+    *, investigation_id: int, hub: ToolHub, may_propose: bool | None = None
+) -> uuid.UUID | None:
+    """Start the investigation's turn, follow it live, and store its escalation when it ends.
+
+    Returns the turn id, or None when the turn could not start (the investigation is then marked
+    skipped with the reason, and no model call was made).
+    """
+    investigation = await database_sync_to_async(Investigation.objects.get)(pk=investigation_id)
+    propose = settings.HERMES_INVESTIGATIONS_MAY_PROPOSE if may_propose is None else may_propose
+    started = time.monotonic()
+    try:
+        handle = await turn_start(
+            text=investigation_brief(investigation),
+            actor=services.ACTOR,
+            origin=services.ORIGIN,
+            session_id=investigation.session_id,
+            hub=hub if propose else ToolsWithheld(hub),
+        )
+    except TurnRejected as exc:
+        logger.warning("Investigation %s not started: %s", investigation_id, exc.message)
+        await database_sync_to_async(services.investigation_skip)(investigation_id=investigation_id, reason=exc.code)
+        return None
+    logger.info(
+        "Investigation %s started turn %s (%.0f ms after the claim)",
+        investigation_id,
+        handle.turn_id,
+        (time.monotonic() - started) * 1000,
+    )
+    await turn_registry().turn_follow(handle)
+    await handle.wait()
+    escalation = await database_sync_to_async(escalation_build)(turn_id=handle.turn_id)
+    await database_sync_to_async(services.investigation_escalate)(
+        investigation_id=investigation_id, escalation=escalation
+    )
+    return handle.turn_id

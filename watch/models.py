@@ -1,0 +1,90 @@
+"""What the watcher saw of Oikos's event stream, and the investigations it opened.
+
+`WatchedEvent` is both the claim and the cursor: a watcher handles an event only after inserting
+its row, and the unique `event_id` lets exactly one of any number of watchers win that insert —
+in the database, PostgreSQL or SQLite alike, never by a lock in one process's memory. The
+highest stored id is where every watcher resumes after a restart.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+
+from agent.models import AgentSession
+
+
+class Investigation(models.Model):
+    """A session Hermes opened itself because of an event, and the escalation it ended with."""
+
+    class State(models.TextChoices):
+        OPEN = "open"  # the turn is running, or ran and nothing said it is over
+        RESOLVED = "resolved"  # Oikos said the signal resolved / the entity is healthy again
+        SKIPPED = "skipped"  # recorded without a model call (`skipped_reason` says why)
+
+    session = models.OneToOneField(
+        AgentSession, on_delete=models.SET_NULL, null=True, blank=True, related_name="investigation"
+    )
+    # Which entity and what kind of trouble: the cooldown key (`service:sonarr`, `http_timeout`).
+    entity = models.CharField(max_length=200, blank=True)
+    kind = models.CharField(max_length=100)
+    severity = models.CharField(max_length=20, blank=True)
+    title = models.CharField(max_length=200)
+    state = models.CharField(max_length=10, choices=State.choices, default=State.OPEN)
+    # Generic on purpose: "budget", "hourly_cap", ... — whatever kept the model from being called.
+    skipped_reason = models.CharField(max_length=40, blank=True)
+    # A storm investigation summarises the events past the hourly cap instead of one each.
+    storm = models.BooleanField(default=False)
+    # How often it fired: 1 at opening, +1 for each repeat within the cooldown ("fired again xN").
+    fired_count = models.PositiveIntegerField(default=1)
+    first_event_id = models.CharField(max_length=40)
+    event = models.JSONField(default=dict)
+    # The storm's other events, in brief: [{"id", "type", "entity", "kind", "severity"}].
+    storm_events = models.JSONField(default=list, blank=True)
+    # {"summary", "impact", "evidence": [{"tool", "correlation_id", ...}], "likely_cause",
+    #  "next_step", "approvals": [...]} — filled when the investigation turn ends.
+    escalation = models.JSONField(default=dict, blank=True)
+    opened_at = models.DateTimeField(auto_now_add=True)
+    last_fired_at = models.DateTimeField(auto_now_add=True)
+    resolved_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "watch_investigations"
+        ordering = ["-opened_at"]
+        indexes = [
+            models.Index(fields=["entity", "kind", "-last_fired_at"], name="watch_inv_key_idx"),
+            models.Index(fields=["-opened_at"], name="watch_inv_opened_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return self.title
+
+
+class WatchedEvent(models.Model):
+    class Outcome(models.TextChoices):
+        IGNORED = "ignored"  # the trigger policy does not open investigations for it
+        OPENED = "opened"
+        SUPPRESSED = "suppressed"  # counted on an open investigation (cooldown) or a storm
+        SKIPPED = "skipped"
+        RESOLVED = "resolved"
+
+    # Oikos's event id (the SSE id): the claim. Numeric ids sort by `seq`.
+    event_id = models.CharField(max_length=40, unique=True)
+    seq = models.BigIntegerField(null=True)
+    type = models.CharField(max_length=60)
+    at = models.CharField(max_length=40, blank=True)
+    data = models.JSONField(default=dict)
+    # The `Instance` id of the watcher that claimed it.
+    claimed_by = models.UUIDField(null=True, blank=True)
+    claimed_at = models.DateTimeField(auto_now_add=True)
+    outcome = models.CharField(max_length=12, choices=Outcome.choices, default=Outcome.IGNORED)
+    investigation = models.ForeignKey(
+        Investigation, on_delete=models.SET_NULL, null=True, blank=True, related_name="events"
+    )
+
+    class Meta:
+        db_table = "watch_events"
+        ordering = ["-seq"]
+        indexes = [models.Index(fields=["-seq"], name="watch_event_seq_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.type} #{self.event_id}"

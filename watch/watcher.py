@@ -1,0 +1,128 @@
+"""The watcher: follows Oikos's event stream, claims each event in the database, runs investigations.
+
+Why the database and not the stream decides who handles an event: any number of watchers may run
+(one per container, or a second one during a rolling restart), all following the same stream.
+Each inserts the event's row (`watch.services.event_claim`); the unique event id lets exactly one
+insert win, and only the winner acts. The stream is resumed after a restart from the newest
+stored id (`Last-Event-ID`), so nothing is missed while the stream's backlog still holds it, and
+nothing is handled twice because a row already there is a claim already made.
+
+Investigations run as tasks of the watcher's event loop, on the process's shared tool hub; the
+stream is not held up while a turn runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from channels.db import database_sync_to_async
+
+from agent.tools.hub import ToolHub
+from controlroom.oikos import OikosClient, OikosError, OikosEvent
+from watch import services
+from watch.investigate import investigation_run
+from watch.policy import TriggerPolicy
+
+logger = logging.getLogger(__name__)
+
+RETRY_FIRST_SECONDS = 1.0
+RETRY_MAX_SECONDS = 30.0
+# A storm investigation waits this long before it starts, so its brief lists the storm, not its first event.
+STORM_GATHER_SECONDS = 10.0
+
+
+@dataclass
+class WatchStats:
+    """What `doctor` and `/metrics` report about this watcher."""
+
+    events_seen: int = 0
+    claimed: int = 0
+    outcomes: dict[str, int] = field(default_factory=dict)
+    last_event_id: str = ""
+    last_event_at: str = ""
+    last_seen_monotonic: float = 0.0
+    connected: bool = False
+
+
+class Watcher:
+    def __init__(
+        self,
+        *,
+        hub: ToolHub,
+        policy: TriggerPolicy | None = None,
+        instance: uuid.UUID | None = None,
+        storm_gather: float = STORM_GATHER_SECONDS,
+        on_claim: Callable[[OikosEvent, services.Claim | None], None] | None = None,
+    ) -> None:
+        self.hub = hub
+        self.policy = policy or TriggerPolicy.from_settings()
+        self.instance = instance
+        self.storm_gather = storm_gather
+        # Told of every event handled (a claim, or None when another watcher had it): for tests and benches.
+        self.on_claim = on_claim
+        self.stats = WatchStats()
+        self.investigations: set[asyncio.Task[uuid.UUID | None]] = set()
+        self.connected = asyncio.Event()
+
+    async def run(self) -> None:
+        """Follow the stream forever, reconnecting with backoff (cancel to stop)."""
+        delay = RETRY_FIRST_SECONDS
+        while True:
+            try:
+                cursor = await database_sync_to_async(services.watch_cursor)()
+                async with OikosClient.from_settings() as oikos:
+                    self.stats.connected = True
+                    self.connected.set()
+                    delay = RETRY_FIRST_SECONDS
+                    async for event in oikos.events(last_event_id=cursor):
+                        await self.event_handle(event)
+                    logger.info("Oikos closed its event stream; reconnecting")
+            except asyncio.CancelledError:
+                raise
+            except OikosError as exc:
+                logger.warning("The watcher lost Oikos's event stream: %s", exc)
+            except Exception:  # the watcher must outlive any one bad event
+                logger.exception("The watcher failed")
+            self.stats.connected = False
+            self.connected.clear()
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, RETRY_MAX_SECONDS)
+
+    async def event_handle(self, event: OikosEvent) -> services.Claim | None:
+        self.stats.events_seen += 1
+        self.stats.last_event_id, self.stats.last_event_at = event.id, event.at
+        self.stats.last_seen_monotonic = time.monotonic()
+        claim = await database_sync_to_async(services.event_claim)(
+            event_id=event.id,
+            event_type=event.type,
+            at=event.at,
+            data=event.data,
+            policy=self.policy,
+            watcher=self.instance,
+        )
+        if self.on_claim is not None:
+            self.on_claim(event, claim)
+        if claim is None:
+            return None
+        self.stats.claimed += 1
+        self.stats.outcomes[claim.outcome] = self.stats.outcomes.get(claim.outcome, 0) + 1
+        if claim.start and claim.investigation_id is not None:
+            task = asyncio.get_running_loop().create_task(self._investigate(claim))
+            self.investigations.add(task)
+            task.add_done_callback(self.investigations.discard)
+        return claim
+
+    async def _investigate(self, claim: services.Claim) -> uuid.UUID | None:
+        assert claim.investigation_id is not None
+        if claim.storm and self.storm_gather:
+            await asyncio.sleep(self.storm_gather)
+        try:
+            return await investigation_run(investigation_id=claim.investigation_id, hub=self.hub)
+        except Exception:
+            logger.exception("Investigation %s failed", claim.investigation_id)
+            return None
