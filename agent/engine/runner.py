@@ -13,6 +13,7 @@ import contextvars
 import uuid
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
+from typing import Any
 
 from channels.db import database_sync_to_async
 from django.conf import settings
@@ -170,7 +171,7 @@ async def turn_start(
         raise TurnRejected("budget_exhausted", verdict.message)
     hub = hub or tool_hub()
     try:
-        begun = await database_sync_to_async(services.turn_begin)(
+        begun = await _begin_uncancelled(
             session_id=session_id,
             actor=actor,
             origin=origin,
@@ -224,6 +225,28 @@ async def turn_start(
     _running[handle.turn_id] = handle
     task.add_done_callback(lambda _task: _turn_ended(handle.turn_id))
     return handle
+
+
+async def _begin_uncancelled(**begin: Any) -> services.TurnBegun:
+    """`services.turn_begin`, which a cancelled caller cannot leave half done.
+
+    Cancelling the await does not stop the database thread: the question would be stored and its
+    turn left `running`, with no task to run it, until this process ends. So the storing finishes,
+    and a turn nobody will run is closed before the cancellation goes on.
+    """
+    storing = asyncio.ensure_future(database_sync_to_async(services.turn_begin)(**begin))
+    try:
+        return await asyncio.shield(storing)
+    except asyncio.CancelledError:
+        try:
+            begun = await storing
+        except Exception:
+            raise asyncio.CancelledError from None
+        presence.turn_running_discard(begun.turn_id)
+        await database_sync_to_async(services.turns_interrupt)(
+            turn_ids=[begun.turn_id], error="The caller went away before the turn started."
+        )
+        raise
 
 
 def _turn_ended(turn_id: uuid.UUID) -> None:

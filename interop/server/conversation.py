@@ -114,13 +114,14 @@ async def inbound_turn(
     )
     assert begun.conversation_id is not None
     handle = await _turn_start(peer, question, begun)
-    await database_sync_to_async(services.inbound_exchange_started)(
-        exchange_id=begun.exchange_id,
-        conversation_id=begun.conversation_id,
-        session_id=handle.session_id,
-        turn_id=handle.turn_id,
-    )
     try:
+        # Inside the `try`: a caller gone while this is written still cancels the turn.
+        await database_sync_to_async(services.inbound_exchange_started)(
+            exchange_id=begun.exchange_id,
+            conversation_id=begun.conversation_id,
+            session_id=handle.session_id,
+            turn_id=handle.turn_id,
+        )
         if on_start is not None and not await on_start(handle.turn_id, handle.session_id):
             handle.cancel()
         answer = await turn_answer(handle)
@@ -165,7 +166,12 @@ async def _turn_start(peer: str, text: str, begun: services.ExchangeBegun) -> Tu
                 continue
             await database_sync_to_async(services.inbound_exchange_withdraw)(exchange_id=begun.exchange_id)
             raise InboundRejected(rejected.code, rejected.message) from None
-        return await turn_registry().turn_follow(handle)
+        try:
+            return await turn_registry().turn_follow(handle)
+        except asyncio.CancelledError:
+            # The caller went away while the turn was being followed (a channel layer round trip).
+            handle.cancel()
+            raise
     raise AssertionError("unreachable")
 
 

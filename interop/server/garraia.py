@@ -132,6 +132,9 @@ async def _disconnect(request: Request) -> None:
 
 async def _task_view(request: Request, task_id: str) -> ExchangeView | None:
     """The calling peer's task (its last exchange): a peer never sees another peer's tasks."""
+    if not TASK_ID.match(task_id):
+        # No task was ever stored under such an id (and PostgreSQL refuses a NUL in a query).
+        return None
     return await database_sync_to_async(inbound_last_exchange)(
         peer=request.scope[PEER_SCOPE_KEY], dialect=DIALECT, external_id=task_id
     )

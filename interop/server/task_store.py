@@ -252,12 +252,16 @@ class DatabaseTaskStore(VersionedTaskStore):
         return TaskVersion(version)
 
     async def get(self, task_id: str, context: ServerCallContext) -> StoredTask | None:
+        if "\x00" in task_id:
+            return None  # never a stored id, and PostgreSQL refuses a NUL in a query
         return await database_sync_to_async(task_stored)(task_id=task_id, owner=_owner(context))
 
     async def list(self, params: ListTasksRequest, context: ServerCallContext) -> ListTasksResponse:
         return await database_sync_to_async(tasks_list)(params=params, owner=_owner(context))
 
     async def delete(self, task_id: str, context: ServerCallContext) -> None:
+        if "\x00" in task_id:
+            return
         await database_sync_to_async(A2ATask.objects.filter(id=task_id, owner=_owner(context)).delete)()
 
 
