@@ -17,26 +17,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-
-def _django_setup() -> None:
-    if not os.environ.get("DATABASE_URL"):
-        path = Path(tempfile.mkdtemp(prefix="hermes-bench-")) / "bench.sqlite3"
-        os.environ["DATABASE_URL"] = f"sqlite:///{path}"
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hermes_site.settings")
-    os.environ.setdefault("HERMES_LOG_LEVEL", "WARNING")
-    import django
-    from django.core.management import call_command
-
-    django.setup()
-    call_command("migrate", verbosity=0)
+from harness import django_setup  # noqa: E402
 
 
 def _share(read: int, total: int) -> str:
@@ -122,7 +109,7 @@ def main() -> None:
     parser.add_argument("--questions", type=int, default=30)
     parser.add_argument("--window-factor", type=float, default=3.0)
     args = parser.parse_args()
-    _django_setup()
+    django_setup()
     asyncio.run(_main(args.questions, args.window_factor))
 
 

@@ -21,28 +21,13 @@ import asyncio
 import os
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-
-def _django_setup() -> str:
-    if not os.environ.get("DATABASE_URL"):
-        path = Path(tempfile.mkdtemp(prefix="hermes-bench-")) / "bench.sqlite3"
-        os.environ["DATABASE_URL"] = f"sqlite:///{path}"
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hermes_site.settings")
-    os.environ.setdefault("HERMES_LOG_LEVEL", "WARNING")
-    import django
-    from django.core.management import call_command
-
-    django.setup()
-    call_command("migrate", verbosity=0)
-    from django.conf import settings
-
-    return str(settings.DATABASES["default"]["ENGINE"]).rsplit(".", 1)[-1]
+from harness import django_setup  # noqa: E402
 
 
 async def _turn(hub: object, question: str, *, followed: bool = True) -> float:
@@ -128,7 +113,7 @@ def main() -> None:
     parser.add_argument("--concurrency", default="1,5,20")
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    engine = _django_setup()
+    engine = django_setup()
     print(f"database: {engine}")
     asyncio.run(_main([int(n) for n in args.concurrency.split(",")], args.rounds))
 

@@ -18,10 +18,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import statistics
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -29,21 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-
-def _django_setup() -> str:
-    if not os.environ.get("DATABASE_URL"):
-        path = Path(tempfile.mkdtemp(prefix="hermes-bench-")) / "bench.sqlite3"
-        os.environ["DATABASE_URL"] = f"sqlite:///{path}"
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hermes_site.settings")
-    os.environ.setdefault("HERMES_LOG_LEVEL", "WARNING")
-    import django
-    from django.core.management import call_command
-
-    django.setup()
-    call_command("migrate", verbosity=0)
-    from django.conf import settings
-
-    return str(settings.DATABASES["default"]["ENGINE"]).rsplit(".", 1)[-1]
+from harness import django_setup  # noqa: E402
 
 
 def _tables_empty() -> None:
@@ -144,7 +128,7 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=2000)
     parser.add_argument("--watchers", type=int, default=2)
     args = parser.parse_args()
-    vendor = _django_setup()
+    vendor = django_setup()
     latencies = asyncio.run(_latency(args.signals))
     print(
         f"event → investigation start ({vendor}): median {statistics.median(latencies) * 1000:.0f} ms, "
