@@ -47,6 +47,7 @@ from interop.server.conversation import (
     inbound_text,
     inbound_turn,
 )
+from interop.server.stream import TaskStreamer
 from interop.server.task_store import (
     TASK_TURN_KEY,
     DatabaseTaskEventStream,
@@ -79,7 +80,8 @@ class PeerContextBuilder(DefaultServerCallContextBuilder):
 
 
 class HermesExecutor(AgentExecutor):
-    """Each message: one Hermes turn in the conversation of its `contextId`, answered as an artifact.
+    """Each message: one Hermes turn in the conversation of its `contextId`, answered as an artifact
+    streamed as it is written (`interop.server.stream`).
 
     The task is created only once the turn has started: a message the conversation refuses (closed,
     over its turn cap, busy, rate limited) or whose turn cannot start is answered with a plain agent
@@ -91,6 +93,7 @@ class HermesExecutor(AgentExecutor):
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         task_id, context_id = str(context.task_id), str(context.context_id)
         updater = TaskUpdater(event_queue, task_id, context_id)
+        streamer = TaskStreamer(updater)
         peer = context.call_context.user.user_name
 
         async def started(turn_id: uuid.UUID, session_id: uuid.UUID) -> bool:
@@ -112,7 +115,12 @@ class HermesExecutor(AgentExecutor):
 
         try:
             reply = await inbound_turn(
-                peer=peer, dialect=DIALECT, external_id=context_id, text=context.get_user_input(), on_start=started
+                peer=peer,
+                dialect=DIALECT,
+                external_id=context_id,
+                text=context.get_user_input(),
+                on_start=started,
+                follow=streamer.follow,
             )
         except (ConversationRefused, InboundRejected) as refused:
             if context.current_task is not None:
@@ -129,9 +137,8 @@ class HermesExecutor(AgentExecutor):
             return
         metadata: dict[str, Any] = {"hermes_session_id": str(reply.session_id), "hermes_turn_id": str(reply.turn_id)}
         if reply.state == "completed":
-            parts = [Part(text=reply.text)]
-            await updater.add_artifact(parts, name="response", metadata=metadata)
-            await updater.complete(message=updater.new_agent_message(parts, metadata=metadata))
+            await streamer.finish(reply.text, metadata=metadata)
+            await updater.complete(message=updater.new_agent_message([Part(text=reply.text)], metadata=metadata))
         elif reply.state == "canceled":
             await updater.cancel(message=updater.new_agent_message([Part(text="Cancelled.")], metadata=metadata))
         else:

@@ -23,13 +23,14 @@ import asyncio
 import dataclasses
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
 from channels.db import database_sync_to_async
 from django.conf import settings
 
 from agent.engine.budgets import Budgets
+from agent.engine.events import Event
 from agent.engine.runner import TurnHandle, TurnRejected, turn_start
 from agent.live import turn_registry
 from agent.redaction import redact
@@ -49,6 +50,8 @@ CANCEL_POLL_SECONDS = 0.1
 # Called with the turn's and its session's ids once it runs; answering False cancels it (its task
 # was cancelled first).
 TurnStarted = Callable[[uuid.UUID, uuid.UUID], Awaitable[bool]]
+# Reads the turn's events, from its start to its `done`, while it runs (A2A streaming).
+TurnFollower = Callable[[AsyncIterator[Event]], Awaitable[None]]
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,7 @@ class InboundReply:
     state: str  # completed, failed, canceled
     error: str
     latency_ms: int
+    error_code: str = ""
 
 
 class InboundRejected(Exception):
@@ -91,10 +95,18 @@ def inbound_budgets() -> Budgets:
 
 
 async def inbound_turn(
-    *, peer: str, dialect: str, external_id: str, text: str, on_start: TurnStarted | None = None
+    *,
+    peer: str,
+    dialect: str,
+    external_id: str,
+    text: str,
+    on_start: TurnStarted | None = None,
+    follow: TurnFollower | None = None,
 ) -> InboundReply:
     """Run one Hermes turn for a peer's message and return its answer.
 
+    `follow`, when given, reads the turn's events as they happen (from its start, once `on_start`
+    agreed), alongside the wait for its answer.
     Raises `ConversationRefused` (closed, turn cap, busy, rate limited) or `InboundRejected`;
     either way nothing ran and nothing was written. If the caller is cancelled, the turn is
     cancelled too. The reply's text and error are redacted.
@@ -124,7 +136,10 @@ async def inbound_turn(
         )
         if on_start is not None and not await on_start(handle.turn_id, handle.session_id):
             handle.cancel()
-        answer = await turn_answer(handle)
+        if follow is None:
+            answer = await turn_answer(handle)
+        else:
+            answer, _ = await asyncio.gather(turn_answer(handle), follow(handle.events()))
     except asyncio.CancelledError:
         handle.cancel()
         await handle.wait()
@@ -145,6 +160,7 @@ async def inbound_turn(
         state=state,
         error=error,
         latency_ms=round((time.monotonic() - started) * 1000),
+        error_code=answer.error_code,
     )
 
 
