@@ -190,10 +190,8 @@ class TaskFollower:
         task = self.task
         status_text = _parts_text(task.status.message.parts)
         artifacts_text = "\n".join(t for t in (_parts_text(a.parts) for a in task.artifacts) if t)
-        if task.status.state in SAID_IN_STATUS:
-            text = status_text or artifacts_text
-        else:
-            text = artifacts_text or status_text
+        said = (status_text, artifacts_text) if task.status.state in SAID_IN_STATUS else (artifacts_text, status_text)
+        text = said[0] or said[1]
         return RemoteReply(
             text=text, state=task_state_name(task.status.state), thread_id=task.context_id, task_id=task.id
         )

@@ -45,8 +45,8 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
-from starlette.types import Message as Message_
 from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import Message as Message_
 
 from tests.fakes.loopback import LoopbackServer
 
