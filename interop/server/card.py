@@ -9,7 +9,6 @@ trusted proxy only), and `HERMES_URL_PREFIX`.
 
 from __future__ import annotations
 
-import tomllib
 from typing import Any
 
 from a2a.types import (
@@ -27,6 +26,7 @@ from django.conf import settings
 from starlette.requests import Request
 
 from access.hosts import host_allowed, scope_host, scope_scheme
+from agent.version import hermes_version
 
 JSONRPC_PATH = "/a2a/jsonrpc"
 REST_PREFIX = "/a2a/rest"
@@ -41,11 +41,6 @@ SKILL_ID = "homelab-operator"
 SKILL_NAME = "Homelab operator"
 SKILL_DESCRIPTION = "Investigate the homelab (health, blast radius, logs, metrics, history) and explain it."
 SKILL_TAGS = ["oikos", "homelab", "operations"]
-
-
-def agent_version() -> str:
-    with (settings.BASE_DIR / "pyproject.toml").open("rb") as handle:
-        return str(tomllib.load(handle)["project"]["version"])
 
 
 def card_base_url(request: Request) -> str | None:
@@ -71,7 +66,7 @@ def a2a_card(base_url: str) -> AgentCard:
     return AgentCard(
         name=settings.HERMES_A2A_NAME,
         description=DESCRIPTION,
-        version=agent_version(),
+        version=hermes_version(),
         supported_interfaces=interfaces,
         capabilities=AgentCapabilities(streaming=True, push_notifications=False),
         security_schemes={SECURITY_SCHEME: SecurityScheme(http_auth_security_scheme=bearer)},
@@ -94,7 +89,7 @@ def garraia_card(base_url: str) -> dict[str, Any]:
     return {
         "name": settings.HERMES_A2A_NAME,
         "url": base_url,
-        "version": agent_version(),
+        "version": hermes_version(),
         "description": DESCRIPTION,
         "capabilities": {"streaming": False, "pushNotifications": False},
         "skills": [{"id": SKILL_ID, "name": SKILL_NAME, "description": SKILL_DESCRIPTION, "tags": SKILL_TAGS}],
