@@ -41,6 +41,7 @@ from agent.redaction import redact
 from interop.server.auth import PEER_SCOPE_KEY
 from interop.server.card import JSONRPC_PATH, REST_PREFIX, a2a_card, card_base_url
 from interop.server.conversation import (
+    PEER_CANCEL_REASON,
     ConversationRefused,
     InboundRejected,
     inbound_cancel,
@@ -140,7 +141,8 @@ class HermesExecutor(AgentExecutor):
             await streamer.finish(reply.text, metadata=metadata)
             await updater.complete(message=updater.new_agent_message([Part(text=reply.text)], metadata=metadata))
         elif reply.state == "canceled":
-            await updater.cancel(message=updater.new_agent_message([Part(text="Cancelled.")], metadata=metadata))
+            why = reply.error or PEER_CANCEL_REASON
+            await updater.cancel(message=updater.new_agent_message([Part(text=why)], metadata=metadata))
         else:
             text = f"Hermes could not answer: {reply.error or 'the turn failed'}"
             await updater.failed(message=updater.new_agent_message([Part(text=text)], metadata=metadata))
@@ -148,7 +150,7 @@ class HermesExecutor(AgentExecutor):
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         # The SDK cancels `execute` right after this; its cancellation stops the Hermes turn.
         updater = TaskUpdater(event_queue, str(context.task_id), str(context.context_id))
-        await updater.cancel(message=updater.new_agent_message([Part(text="Cancelled by the peer.")]))
+        await updater.cancel(message=updater.new_agent_message([Part(text=PEER_CANCEL_REASON)]))
 
 
 def message_admit(message: Message) -> None:

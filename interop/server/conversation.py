@@ -45,6 +45,9 @@ TURN_STATES = {"done": "completed", "cancelled": "canceled"}
 STARTING_GRACE_SECONDS = 30.0
 # How long a cancel waits for the turn to have stopped before it answers anyway.
 CANCEL_WAIT_SECONDS = 5.0
+# The one reason every surface gives for a turn the peer cancelled (CancelTask, GarraIA's cancel,
+# or a GarraIA client hanging up).
+PEER_CANCEL_REASON = "Cancelled by the peer."
 CANCEL_POLL_SECONDS = 0.1
 
 # Called with the turn's and its session's ids once it runs; answering False cancels it (its task
@@ -144,13 +147,13 @@ async def inbound_turn(
         handle.cancel()
         await handle.wait()
         await database_sync_to_async(services.exchange_finish)(
-            exchange_id=begun.exchange_id, state="canceled", error="cancelled by the peer"
+            exchange_id=begun.exchange_id, state="canceled", error=PEER_CANCEL_REASON
         )
         raise
     state = TURN_STATES.get(answer.status, "failed")
-    reply, error = redact(answer.text), redact(answer.error)
-    await database_sync_to_async(services.exchange_finish)(
-        exchange_id=begun.exchange_id, reply=reply, state=state, error=error
+    reply = redact(answer.text)
+    error = await database_sync_to_async(services.exchange_finish)(
+        exchange_id=begun.exchange_id, reply=reply, state=state, error=redact(answer.error)
     )
     return InboundReply(
         conversation_id=begun.conversation_id,
@@ -194,8 +197,10 @@ async def _turn_start(peer: str, text: str, begun: services.ExchangeBegun) -> Tu
 async def inbound_cancel(turn_id: uuid.UUID) -> bool:
     """Stop the turn answering a conversation, in whichever process runs it, and wait until it has
     stopped (`CANCEL_WAIT_SECONDS` at most), so that the conversation takes its next message as soon
-    as the cancel is answered. Returns whether the turn is no longer running.
+    as the cancel is answered. Returns whether the turn is no longer running. The exchange records
+    `PEER_CANCEL_REASON`, which the peer is told on every path.
     """
+    await database_sync_to_async(services.exchange_cancel_note)(turn_id=turn_id, reason=PEER_CANCEL_REASON)
     await turn_registry().turn_stop(turn_id=turn_id)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + CANCEL_WAIT_SECONDS
@@ -209,4 +214,12 @@ async def inbound_cancel(turn_id: uuid.UUID) -> bool:
         await asyncio.sleep(CANCEL_POLL_SECONDS)
 
 
-__all__ = ["ConversationRefused", "InboundRejected", "InboundReply", "inbound_cancel", "inbound_text", "inbound_turn"]
+__all__ = [
+    "PEER_CANCEL_REASON",
+    "ConversationRefused",
+    "InboundRejected",
+    "InboundReply",
+    "inbound_cancel",
+    "inbound_text",
+    "inbound_turn",
+]

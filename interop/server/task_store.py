@@ -41,6 +41,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from agent.models import Turn
 from interop.models import A2ATask
+from interop.server.conversation import PEER_CANCEL_REASON
 
 POLL_SECONDS = 0.5
 # The task metadata key naming the Hermes turn that answers the task.
@@ -54,16 +55,16 @@ TERMINAL = {
 TERMINAL_NAMES = {TaskState.Name(state) for state in TERMINAL}
 # What a task reads as once its turn stopped without it: (state, what the peer is told).
 SETTLED_BY_TURN = {
-    Turn.Status.CANCELLED: (
-        TaskState.TASK_STATE_CANCELED,
-        "Cancelled: the Hermes turn answering this task was stopped.",
-    ),
+    # The turn's own reason ("Cancelled by the operator."), as the task's owner reports it.
+    Turn.Status.CANCELLED: (TaskState.TASK_STATE_CANCELED, "{error}"),
     Turn.Status.INTERRUPTED: (
         TaskState.TASK_STATE_FAILED,
         "The Hermes process answering this task stopped before it finished; send the message again.",
     ),
     Turn.Status.ERROR: (TaskState.TASK_STATE_FAILED, "Hermes could not answer: {error}"),
 }
+
+_UNSAID = {TaskState.TASK_STATE_CANCELED: "Cancelled.", TaskState.TASK_STATE_FAILED: "the turn failed"}
 
 
 def _owner(context: ServerCallContext) -> str:
@@ -101,6 +102,7 @@ def task_save(*, task: Task, owner: str, prev_version: int) -> int:
             if task.status.state == TaskState.TASK_STATE_CANCELED:
                 if row is None or row.state in TERMINAL_NAMES:
                     raise ConcurrentTaskModificationError(task.id)
+                _cancel_reason_give(task, stored=row.data)
             elif (row.version if row is not None else 0) != prev_version:
                 raise ConcurrentTaskModificationError(task.id)
             data = MessageToDict(task)
@@ -123,6 +125,23 @@ def task_save(*, task: Task, owner: str, prev_version: int) -> int:
     except IntegrityError:
         # Two first writes of one task id: the second loses, like a stale version.
         raise ConcurrentTaskModificationError(task.id) from None
+
+
+def _cancel_reason_give(task: Task, *, stored: dict) -> None:
+    """A cancel written from another process (the SDK copies the live task and flips its state) still
+    carries the task's last working message ("Calling the tool …"): it gets the peer's cancel reason
+    instead, the one every other path gives. The SDK answers CancelTask with this same object."""
+    carried = (stored.get("status") or {}).get("message", {}).get("messageId")
+    if task.status.HasField("message") and task.status.message.message_id != carried:
+        return
+    message = Message(
+        role=Role.ROLE_AGENT,
+        message_id=uuid.uuid4().hex,
+        task_id=task.id,
+        context_id=task.context_id,
+        parts=[Part(text=PEER_CANCEL_REASON)],
+    )
+    task.status.message.CopyFrom(message)
 
 
 def _turn_named(data: dict) -> uuid.UUID | None:
@@ -180,7 +199,7 @@ def tasks_settle(*, task_id: str | None = None, owner: str | None = None) -> int
                 message_id=uuid.uuid4().hex,
                 task_id=task.id,
                 context_id=task.context_id,
-                parts=[Part(text=text.format(error=row.turn.error or "the turn failed"))],
+                parts=[Part(text=text.format(error=row.turn.error or _UNSAID[state]))],
             )
             message.metadata.update(metadata)
             if task.status.HasField("message"):

@@ -80,6 +80,8 @@ class FakeGarraPeer(Served):
     def __init__(self) -> None:
         self.replies: deque[tuple[str, str]] = deque()
         self.seen: list[Seen] = []
+        # GarraIA writes `agent`; `assistant` is what it also accepts.
+        self.reply_role = "agent"
         super().__init__(
             Starlette(
                 routes=[
@@ -107,7 +109,7 @@ class FakeGarraPeer(Served):
             {
                 "id": body.get("id") or "generated",
                 "status": status,
-                "messages": [user, {"role": "agent", "parts": [{"type": "text", "text": text}]}],
+                "messages": [user, {"role": self.reply_role, "parts": [{"type": "text", "text": text}]}],
                 "artifacts": [{"name": "response", "parts": [{"type": "text", "text": text}], "index": 0}],
                 "metadata": {},
             }
