@@ -34,12 +34,12 @@ from a2a.utils.errors import InvalidParamsError
 from channels.db import database_sync_to_async
 from django.conf import settings
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from agent.redaction import redact
 from interop.server.auth import PEER_SCOPE_KEY
-from interop.server.card import JSONRPC_PATH, REST_PREFIX, a2a_card, card_base_url
+from interop.server.card import JSONRPC_PATH, REST_PREFIX, a2a_card, card_base_url, card_response
 from interop.server.conversation import (
     PEER_CANCEL_REASON,
     ConversationRefused,
@@ -201,11 +201,11 @@ class HermesRequestHandler(DefaultRequestHandler):
         return task
 
 
-async def agent_card(request: Request) -> JSONResponse:
+async def agent_card(request: Request) -> Response:
     base_url = card_base_url(request)
     if base_url is None:
         return JSONResponse({"error": "this host name is not one Hermes answers to"}, status_code=400)
-    return JSONResponse(agent_card_to_dict(a2a_card(base_url)))
+    return card_response(request, agent_card_to_dict(a2a_card(base_url)))
 
 
 def a2a_routes() -> list[BaseRoute]:

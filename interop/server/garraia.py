@@ -28,12 +28,12 @@ from typing import Any, TypeVar
 from channels.db import database_sync_to_async
 from django.conf import settings
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from interop.selectors import ExchangeView, inbound_last_exchange
 from interop.server.auth import PEER_SCOPE_KEY
-from interop.server.card import card_base_url, garraia_card
+from interop.server.card import card_base_url, card_response, garraia_card
 from interop.server.conversation import (
     PEER_CANCEL_REASON,
     ConversationRefused,
@@ -74,11 +74,11 @@ def task_json(task_id: str, view: ExchangeView) -> dict[str, Any]:
     return {"id": task_id, "status": status, "messages": messages, "artifacts": artifacts, "metadata": metadata}
 
 
-async def agent_card(request: Request) -> JSONResponse:
+async def agent_card(request: Request) -> Response:
     base_url = card_base_url(request)
     if base_url is None:
         return _error(400, "this host name is not one Hermes answers to")
-    return JSONResponse(garraia_card(base_url))
+    return card_response(request, garraia_card(base_url))
 
 
 async def task_create(request: Request) -> JSONResponse:
