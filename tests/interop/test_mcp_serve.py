@@ -123,8 +123,9 @@ async def test_bad_arguments_are_error_results_the_calling_model_can_read(
 
 async def test_hermes_introduces_itself_with_its_own_name_and_version(env: dict[str, str]) -> None:
     async with hermes_mcp(env) as session:
-        assert session.server_info.name == "hermes"
-        assert session.server_info.version == hermes_version() == PYPROJECT_VERSION
+        info = session.server_info
+    assert info is not None and info.name == "hermes"
+    assert info.version == hermes_version() == PYPROJECT_VERSION
 
 
 async def test_a_call_from_a_peer_never_reaches_that_peer_back(
