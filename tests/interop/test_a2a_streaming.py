@@ -34,7 +34,7 @@ from tests.fakes.oikos_fixtures import AGENT_TOKEN
 from tests.fakes.subprocesses import clean_environ
 from tests.interop.processes import pairing_tokens
 
-PEERS = ("stream-1-0", "stream-0-3", "stream-sub")
+PEERS = ("stream-1-0", "stream-0-3", "stream-sub", "stream-remote")
 TOOL = "mcp__oikos__get_health_summary"
 PREAMBLE = "Let me look at the fleet first."
 # Written over about a second: 60 fragments of 10 characters, 20 ms apart.
@@ -70,6 +70,16 @@ def hermes(
     hermes_env: dict[str, str], database: LiveDatabase, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[DaphneServer]:
     log = Path(tmp_path_factory.mktemp("daphne")) / "daphne.log"
+    with DaphneServer(database=database, env=hermes_env, log_path=log) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def hermes_b(
+    hermes_env: dict[str, str], database: LiveDatabase, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[DaphneServer]:
+    """A second Hermes process on the same database: it does not run the tasks `hermes` runs."""
+    log = Path(tmp_path_factory.mktemp("daphne-b")) / "daphne.log"
     with DaphneServer(database=database, env=hermes_env, log_path=log) as server:
         yield server
 
@@ -177,4 +187,25 @@ async def test_subscribing_to_a_running_task_streams_its_answer_too(
     assert len(text_updates_before_the_last_chunk(responses)) > 1
     final = [r.artifact_update for r in responses if r.HasField("artifact_update") and r.artifact_update.last_chunk]
     assert [u.artifact.parts[0].text for u in final] == [LONG_ANSWER]
+    assert responses[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED
+
+
+async def test_subscribing_on_another_process_streams_the_answer_from_the_database(
+    hermes: DaphneServer, hermes_b: DaphneServer, tokens: dict[str, str], module_llm: FakeAnthropic
+) -> None:
+    # Written over about three seconds, so several of process B's reads (every 0.5 s) see it grow.
+    module_llm.enqueue(Reply.text(LONG_ANSWER, chunk=10, delay=0.05))
+    async with httpx.AsyncClient(headers={"Authorization": f"Bearer {tokens['stream-remote']}"}, timeout=60) as http:
+        sender = await sdk_client(hermes, http, version="1.0", streaming=False, polling=True)
+        follower = await sdk_client(hermes_b, http, version="1.0")
+        started = [r async for r in sender.send_message(question("how is the fleet?"))]
+        task_id = next(r.task.id if r.HasField("task") else r.status_update.task_id for r in started)
+        responses = [r async for r in follower.subscribe(SubscribeToTaskRequest(id=task_id))]
+
+    assert responses[0].HasField("task")
+    chunks = [r.artifact_update for r in responses if r.HasField("artifact_update")]
+    appended = [c for c in chunks if c.append]
+    assert appended, [(c.append, c.last_chunk) for c in chunks]
+    assert all(len(c.artifact.parts) >= 1 for c in appended)
+    assert chunks[-1].last_chunk and [p.text for p in chunks[-1].artifact.parts] == [LONG_ANSWER]
     assert responses[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED
