@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -38,6 +39,8 @@ from agent.selectors import turn_status
 from interop import services
 from interop.services import ConversationRefused
 from interop.turns import turn_answer
+
+logger = logging.getLogger(__name__)
 
 TURN_STATES = {"done": "completed", "cancelled": "canceled"}
 # A message whose turn has not started yet (it is being set up) keeps the conversation busy this long
@@ -142,7 +145,15 @@ async def inbound_turn(
         if follow is None:
             answer = await turn_answer(handle)
         else:
-            answer, _ = await asyncio.gather(turn_answer(handle), follow(handle.events()))
+            # A follower that fails (its peer's stream went away) loses the live view, not the answer.
+            answered, followed = await asyncio.gather(
+                turn_answer(handle), follow(handle.events()), return_exceptions=True
+            )
+            if isinstance(answered, BaseException):
+                raise answered
+            answer = answered
+            if isinstance(followed, Exception):
+                logger.warning("Streaming turn %s to its peer failed: %s", handle.turn_id, followed)
     except asyncio.CancelledError:
         handle.cancel()
         await handle.wait()
