@@ -106,7 +106,7 @@ class TaskStreamer:
     async def _flush(self) -> None:
         """Send the text written since the last chunk, but for a tail that may be a secret's start."""
         shown = redact(self._raw)
-        safe = shown[: len(shown) - self._hold] if self._hold else shown
+        safe = shown[: max(len(shown) - self._hold, 0)]
         if not safe.startswith(self._sent):
             # A redaction reached back into text already sent: resend the whole text instead.
             self._sent, self._fresh = "", True
