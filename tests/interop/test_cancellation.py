@@ -220,7 +220,9 @@ async def test_subscribe_on_a_process_that_does_not_run_the_task_follows_it_to_t
 
     assert state_of(followed[0]) == TaskState.TASK_STATE_WORKING
     assert state_of(followed[-1]) == TaskState.TASK_STATE_COMPLETED
-    assert "".join(part.text for a in followed[-1].task.artifacts for part in a.parts) == answer
+    # What each stored version changed: the answer's text as it grew, then the whole answer.
+    chunks = [r.artifact_update for r in followed if r.HasField("artifact_update")]
+    assert chunks[-1].last_chunk and [part.text for part in chunks[-1].artifact.parts] == [answer]
 
 
 async def test_a_task_whose_turn_was_interrupted_reads_failed_and_frees_its_context(
