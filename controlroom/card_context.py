@@ -140,4 +140,3 @@ async def _bounded(call: Awaitable[T]) -> tuple[T | None, str]:
 def _fields(entry: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
     # Only what a card shows is kept; values stay as Oikos sent them (escaped when shown).
     return {name: entry.get(name) for name in names if entry.get(name) is not None}
-

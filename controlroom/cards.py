@@ -113,9 +113,7 @@ class CardContext:
         return lines
 
 
-def card_context_for(
-    *, execution_id: str, origin: CardOrigin | None, facts: TargetFacts | None
-) -> CardContext:
+def card_context_for(*, execution_id: str, origin: CardOrigin | None, facts: TargetFacts | None) -> CardContext:
     """A card's context: its own execution is not "recent history" of the target."""
     executions = [] if facts is None else [e for e in facts.executions if e.get("execution_id") != execution_id]
     return CardContext(origin=origin, facts=facts, executions=executions[:EXECUTIONS_SHOWN])

@@ -4,24 +4,23 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('controlroom', '0002_approval_decision_rejected'),
+        ("controlroom", "0002_approval_decision_rejected"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='TargetContext',
+            name="TargetContext",
             fields=[
-                ('target', models.CharField(max_length=200, primary_key=True, serialize=False)),
-                ('blast_radius', models.JSONField(default=list)),
-                ('executions', models.JSONField(default=list)),
-                ('blast_problem', models.TextField(blank=True)),
-                ('executions_problem', models.TextField(blank=True)),
-                ('fetched_at', models.DateTimeField()),
+                ("target", models.CharField(max_length=200, primary_key=True, serialize=False)),
+                ("blast_radius", models.JSONField(default=list)),
+                ("executions", models.JSONField(default=list)),
+                ("blast_problem", models.TextField(blank=True)),
+                ("executions_problem", models.TextField(blank=True)),
+                ("fetched_at", models.DateTimeField()),
             ],
             options={
-                'db_table': 'controlroom_target_contexts',
+                "db_table": "controlroom_target_contexts",
             },
         ),
     ]

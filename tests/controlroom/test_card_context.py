@@ -8,7 +8,6 @@ from collections.abc import Iterator
 
 import httpx2
 import pytest
-from channels.db import database_sync_to_async
 from django.template.loader import render_to_string
 from pytest_django.fixtures import Settings
 
@@ -188,9 +187,11 @@ class TestCardHtml:
             question="<script>alert(1)</script>",
             reason="",
         )
-        html = _render(_card(reason="<script>x</script>", context=card_context_for(
-            execution_id="exe-9", origin=origin, facts=facts
-        )))
+        html = _render(
+            _card(
+                reason="<script>x</script>", context=card_context_for(execution_id="exe-9", origin=origin, facts=facts)
+            )
+        )
         assert "<script>" not in html and "<img" not in html and "<b>via" not in html and "<i>deploy" not in html
         assert "&lt;script&gt;x&lt;/script&gt;" in html
         assert 'href="/ui/s/6f1c0a52-0f5e-4a39-9d6f-2ab0b4d8d2a1/#turn-0b8d7e0e-3d43-4c0a-a9f5-4c1bb7e5f3a2"' in html
