@@ -38,6 +38,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from channels.layers import BaseChannelLayer, get_channel_layer
+from django.conf import settings
+from django.utils import timezone
 
 from controlroom.card_context import approval_contexts_attach
 from controlroom.oikos import OikosClient, OikosError, oikos_config
@@ -203,12 +205,13 @@ class OikosRelay:
     # --- card contexts ----------------------------------------------------------------------------
 
     def _contexts_ensure(self, approval_ids: Iterable[str]) -> None:
-        """Load the context of approvals whose cards have none yet, off the event stream's path."""
+        """Load the context of approvals whose cards have none yet (or one older than the TTL, so a
+        card waiting for hours still lists what ran since), off the event stream's path."""
         wanted = [
             approval
             for approval_id in approval_ids
             if (approval := self.state.approvals.get(approval_id)) is not None
-            and approval.context is None
+            and _context_stale(approval)
             and approval_id not in self._contexts_loading
         ]
         if wanted:
@@ -267,6 +270,16 @@ class OikosRelay:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return task
+
+
+def _context_stale(approval: ApprovalState) -> bool:
+    if approval.context is None:
+        return True
+    # Loading marks the card changed, which asks again here: only a context that has aged counts.
+    facts = approval.context.facts
+    if facts is None or facts.fetched_at is None:
+        return False
+    return (timezone.now() - facts.fetched_at).total_seconds() >= settings.HERMES_CARD_CONTEXT_TTL
 
 
 def _by_agent(approval: ApprovalState) -> bool:

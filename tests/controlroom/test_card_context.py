@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import threading
 from collections.abc import Iterator
@@ -9,6 +10,7 @@ from collections.abc import Iterator
 import httpx2
 import pytest
 from django.template.loader import render_to_string
+from channels.layers import BaseChannelLayer
 from pytest_django.fixtures import Settings
 
 from agent.engine.events import Approval
@@ -18,9 +20,12 @@ from controlroom.card_context import approval_contexts, approval_contexts_attach
 from controlroom.cards import CardContext, CardOrigin, TargetFacts, card_context_for
 from controlroom.models import TargetContext
 from controlroom.rail import ApprovalState
+from controlroom.relay import OikosRelay
 from oikos_sim.graph import blast_radius
 from oikos_sim.server import RunningSim
 from tests.agent.conftest import ask
+from tests.controlroom.test_oikos import request_execution
+from tests.controlroom.test_relay import _update
 from tests.fakes import FakeAnthropic
 from tests.fakes.oikos_fixtures import OPERATOR_TOKEN
 from tests.fakes.scripted_models import ExecutionRequester
@@ -172,6 +177,29 @@ class TestOrigin:
 
     def test_no_origin_for_unknown_approvals(self) -> None:
         assert selectors.approval_origins(approval_ids=["apr-unknown"]) == {}
+
+
+class TestRelay:
+    async def test_a_card_the_relay_hears_of_gets_its_context_and_is_redrawn(
+        self, channel_layer: BaseChannelLayer, oikos_settings: RunningSim
+    ) -> None:
+        relay = OikosRelay(channel_layer)
+        channel = await channel_layer.new_channel()
+        await relay.subscribe(channel)
+        await asyncio.wait_for(relay.connected.wait(), 5)
+
+        parked = await request_execution(oikos_settings, JELLYFIN, "deploy")
+
+        # First drawn as Oikos announced it, then again once its context is loaded.
+        async with asyncio.timeout(10):
+            while True:
+                await _update(channel_layer, channel, about=parked["approval_id"])
+                context = relay.state.approvals[parked["approval_id"]].context
+                if context is not None and context.facts is not None:
+                    break
+        first = blast_radius(oikos_settings.state.world, JELLYFIN)[0]["slug"]
+        assert context.affects_line.startswith(f"affects {len(context.blast_radius)}: {first}")
+        await relay.aclose()
 
 
 class TestCardHtml:
