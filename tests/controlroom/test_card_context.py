@@ -9,8 +9,8 @@ from collections.abc import Iterator
 
 import httpx2
 import pytest
-from django.template.loader import render_to_string
 from channels.layers import BaseChannelLayer
+from django.template.loader import render_to_string
 from pytest_django.fixtures import Settings
 
 from agent.engine.events import Approval
