@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from controlroom.cards import CardContext, card_origin_of_turn
+
 ItemKind = Literal["text", "thinking", "tool", "approval", "notice"]
 
 
@@ -70,8 +72,11 @@ class ApprovalItem:
 
     # The same reading surface as the rail's `ApprovalState`, so one card template shows either.
     requested_by: str = ""
+    requested_at: str = ""
     reason: str = ""
     decided_by: str = ""
+    # The turn it was raised in (known here), then what Oikos says about the target once loaded.
+    context: CardContext | None = None
     # Oikos has been asked about this approval; a card still drawn from this record was not
     # confirmed (unknown to Oikos, or Oikos unreachable). Until then the card says it is checking.
     checked: bool = False
@@ -152,6 +157,16 @@ class TurnView:
                 return item
         return None
 
+    def approval_origin_note(self, approval: ApprovalItem, tool_use_id: str) -> None:
+        """A card raised in this turn: its origin is this turn, its reason the call's `reason`."""
+        tool = self.tool_item(tool_use_id)
+        arguments = tool.input if tool is not None else {}
+        origin = card_origin_of_turn(
+            session_id=self.session_id, turn_id=self.turn_id, question=self.question, arguments=arguments
+        )
+        approval.reason = approval.reason or origin.reason
+        approval.context = CardContext(origin=origin)
+
     def approvals(self) -> list[ApprovalItem]:
         return [item for item in self.items if isinstance(item, ApprovalItem)]
 
@@ -201,6 +216,7 @@ class TurnView:
                 status=str(event.get("status", "proposed")),
                 message=str(event.get("message", "")),
             )
+            self.approval_origin_note(approval, str(event.get("tool_use_id", "")))
             self.items.append(approval)
             return [Change("item_new", approval)]
         if kind == "error":

@@ -313,6 +313,10 @@ OIKOS_API_TOKEN = env_str("OIKOS_API_TOKEN")
 # Oikos's own ledger page; `{correlation_id}` in it is replaced, otherwise `?correlation_id=` is added.
 OIKOS_LEDGER_URL = env_str("OIKOS_LEDGER_URL")
 OIKOS_API_TIMEOUT = env_float("OIKOS_API_TIMEOUT", 10.0, minimum=0.5)
+# Approval cards: how long what Oikos said about a card's target (blast radius, recent executions)
+# is reused before asking again, and how long one fetch may take before the card says "unavailable".
+HERMES_CARD_CONTEXT_TTL = env_float("HERMES_CARD_CONTEXT_TTL", 60.0, minimum=0.0)
+HERMES_CARD_CONTEXT_TIMEOUT = env_float("HERMES_CARD_CONTEXT_TIMEOUT", 2.0, minimum=0.1)
 
 # --- HTTP API --------------------------------------------------------------------------------------
 
