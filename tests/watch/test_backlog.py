@@ -43,9 +43,7 @@ async def test_by_default_a_first_start_records_history_and_investigates_only_wh
 
     running = await watcher_start()
     history = await running.handled_next(2)
-    signal_fire(
-        oikos_settings.state.world, oikos_settings.state.events, "service:caddy", "cert", "critical", "expires"
-    )
+    signal_fire(oikos_settings.state.world, oikos_settings.state.events, "service:caddy", "cert", "critical", "expires")
     ((_, live),) = await running.handled_next()
     await running.investigations_done()
 

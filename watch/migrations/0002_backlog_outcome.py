@@ -4,15 +4,25 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('watch', '0001_initial'),
+        ("watch", "0001_initial"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='watchedevent',
-            name='outcome',
-            field=models.CharField(choices=[('ignored', 'Ignored'), ('opened', 'Opened'), ('suppressed', 'Suppressed'), ('skipped', 'Skipped'), ('resolved', 'Resolved'), ('backlog', 'Backlog')], default='ignored', max_length=12),
+            model_name="watchedevent",
+            name="outcome",
+            field=models.CharField(
+                choices=[
+                    ("ignored", "Ignored"),
+                    ("opened", "Opened"),
+                    ("suppressed", "Suppressed"),
+                    ("skipped", "Skipped"),
+                    ("resolved", "Resolved"),
+                    ("backlog", "Backlog"),
+                ],
+                default="ignored",
+                max_length=12,
+            ),
         ),
     ]
