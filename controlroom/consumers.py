@@ -240,11 +240,30 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
             parts.append(fragments.session_list_refresh(current=str(self.session_id or "")))
         if self.with_investigations:
             parts.append(fragments.investigation_list_refresh())
-        if self.session_id is not None and any(news["session_id"] == str(self.session_id) for news in changed):
+        mine = [news for news in changed if news["session_id"] == str(self.session_id or "")]
+        if mine:
             card = await database_sync_to_async(selectors.session_escalation)(session_id=self.session_id)
             if card is not None:
                 parts.append(fragments.escalation_replace(card))
         await self.send(text_data="".join(parts))
+        if any(news["escalated"] for news in mine):
+            await self._finished_turns_redraw()
+
+    async def _finished_turns_redraw(self) -> None:
+        """The investigation's turn is over (its escalation is stored): draw it from the database.
+
+        Its live events reach this socket only through a shared channel layer; the watcher that ran
+        it is another process, so with the in-memory layer they never came. A turn this socket
+        already drew finished is left as it is.
+        """
+        assert self.session_id is not None
+        views = await database_sync_to_async(selectors.session_turn_views)(session_id=self.session_id)
+        for view in views:
+            sync = self.turns.get(view.turn_id)
+            if view.running or (sync is not None and sync.view is not None and not sync.view.running):
+                continue
+            self.turns[view.turn_id] = TurnSync(view=view, in_page=sync.in_page if sync else False)
+            await self._redraw(self.turns[view.turn_id])
 
     # --- the rail ---------------------------------------------------------------------------------
 

@@ -84,6 +84,10 @@ class Watcher:
         self.backlog_max_age = (
             settings.HERMES_WATCH_BACKLOG_MAX_AGE_SECONDS if backlog_max_age is None else backlog_max_age
         )
+        # Oikos stamps events to the millisecond: so is the start, or an event raised in the same
+        # millisecond would count as history.
+        started = timezone.now()
+        self.started_at = started.replace(microsecond=started.microsecond // 1000 * 1000)
         # Set when this watcher found no stored position: events raised before it are history.
         self.backlog_before: datetime | None = None
         self.stats = WatchStats()
@@ -143,10 +147,9 @@ class Watcher:
 
     def _history_ends(self) -> datetime:
         """Events raised before this moment are recorded without an investigation (first start)."""
-        started = timezone.now()
         if self.backlog == "replay":
-            return started - timedelta(seconds=self.backlog_max_age)
-        return started
+            return self.started_at - timedelta(seconds=self.backlog_max_age)
+        return self.started_at
 
     def _is_history(self, event: OikosEvent) -> bool:
         if self.backlog_before is None:

@@ -9,6 +9,7 @@ import pytest
 from channels.db import database_sync_to_async
 from django.test import Client
 
+from agent.models import Message, Turn
 from tests.controlroom.conftest import Connect
 from watch import services
 from watch.models import Investigation
@@ -145,10 +146,26 @@ async def test_the_escalation_card_of_an_open_session_is_redrawn_when_the_escala
     page = await socket(f"/ws/ui/?session={investigation.session_id}")
     await page.next()
 
+    # The watcher, another process, ran the turn: with the in-memory layer, none of it came live.
+    turn_id = await database_sync_to_async(_turn_stored)(investigation, "The indexer answers in 40 s.")
     await database_sync_to_async(services.investigation_escalate)(
         investigation_id=investigation.pk, escalation={"summary": "the indexer <b>is</b> slow", "evidence": []}
     )
     frame = await page.until(lambda frame: 'id="escalation-card"' in frame)
+    drawn = await page.until(lambda frame: str(turn_id) in frame)
 
     assert 'hx-swap-oob="true"' in frame and "the indexer &lt;b&gt;is&lt;/b&gt; slow" in frame
     assert "Hermes opened an investigation" not in frame  # a change, not a new one
+    # The finished turn is drawn from the database, the answer with it.
+    assert 'hx-swap-oob="beforeend:#transcript"' in drawn and "The indexer answers in 40 s." in drawn
+
+
+def _turn_stored(investigation: Investigation, answer: str) -> str:
+    turn = Turn.objects.create(session_id=investigation.session_id, actor="agent:hermes", status="done")
+    Message.objects.create(
+        session_id=investigation.session_id, turn=turn, role="user", content=[{"type": "text", "text": "brief"}]
+    )
+    Message.objects.create(
+        session_id=investigation.session_id, turn=turn, role="assistant", content=[{"type": "text", "text": answer}]
+    )
+    return str(turn.pk)
