@@ -16,7 +16,7 @@ from django.views.decorators.http import require_GET
 
 from controlroom.forms import InvestigationFilterForm
 from controlroom.identity import operator_name
-from controlroom.views.pages import drawer_context
+from controlroom.views.pages import around_page
 from watch import selectors
 from watch.models import Investigation
 
@@ -42,14 +42,11 @@ def _listing(request: HttpRequest) -> dict[str, Any]:
 @require_GET
 def investigations_page(request: HttpRequest) -> HttpResponse:
     """Open, resolved and skipped investigations, newest first; filter by entity, state and kind."""
-    drawer = drawer_context(request, follow_investigations=True)
     context = {
-        "operator": operator_name(request),
+        **around_page(request, follow_investigations=True),
         **_listing(request),
         "choices": selectors.investigation_choices(),
         "state_choices": [("", "any"), *Investigation.State.choices],
-        "drawer": drawer,
-        "pending_approvals": drawer["pending_approvals"],
     }
     return render(request, "controlroom/investigations.html", context)
 

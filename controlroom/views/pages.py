@@ -34,15 +34,17 @@ def drawer_context(
     )
 
 
+def around_page(request: HttpRequest, **follow: bool) -> dict[str, Any]:
+    """What a page other than home shows around its content: the operator, the drawer (following
+    what `follow` names, see `drawer_context`) and the decision forms of its pending approvals."""
+    drawer = drawer_context(request, **follow)
+    return {"operator": operator_name(request), "drawer": drawer, "pending_approvals": drawer["pending_approvals"]}
+
+
 @require_GET
 def sessions_page(request: HttpRequest) -> HttpResponse:
     query = request.GET.get("q", "")[:200]
-    context = {
-        "operator": operator_name(request),
-        "drawer": drawer_context(request, follow_sessions=True),
-        **nav_context(query=query),
-    }
-    context["pending_approvals"] = context["drawer"]["pending_approvals"]
+    context = {**around_page(request, follow_sessions=True), **nav_context(query=query)}
     return render(request, "controlroom/sessions.html", context)
 
 
@@ -63,16 +65,13 @@ def ledger(request: HttpRequest) -> HttpResponse:
             state=data["state"],
         )
         page_number = data["page"] or 1
-    drawer = drawer_context(request)
     context = {
-        "operator": operator_name(request),
+        **around_page(request),
         "form": form,
         "filters": filters,
         "page": selectors.ledger_page(filters=filters, page=page_number),
         "choices": selectors.ledger_choices(),
         "state_choices": [("", "any"), *Activity.State.choices],
-        "drawer": drawer,
-        "pending_approvals": drawer["pending_approvals"],
     }
     return render(request, "controlroom/ledger.html", context)
 

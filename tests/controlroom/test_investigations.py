@@ -161,11 +161,11 @@ async def test_the_escalation_card_of_an_open_session_is_redrawn_when_the_escala
 
 
 def _turn_stored(investigation: Investigation, answer: str) -> str:
-    turn = Turn.objects.create(session_id=investigation.session_id, actor="agent:hermes", status="done")
+    session_id = investigation.session_id
+    assert session_id is not None
+    turn = Turn.objects.create(session_id=session_id, actor="agent:hermes", status="done")
+    Message.objects.create(session_id=session_id, turn=turn, role="user", content=[{"type": "text", "text": "brief"}])
     Message.objects.create(
-        session_id=investigation.session_id, turn=turn, role="user", content=[{"type": "text", "text": "brief"}]
-    )
-    Message.objects.create(
-        session_id=investigation.session_id, turn=turn, role="assistant", content=[{"type": "text", "text": answer}]
+        session_id=session_id, turn=turn, role="assistant", content=[{"type": "text", "text": answer}]
     )
     return str(turn.pk)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 
@@ -13,12 +12,6 @@ from watch.models import Investigation, WatchedEvent
 pytestmark = pytest.mark.django_db
 
 HOSTILE = "<script>alert(1)</script> disk full"
-
-
-@pytest.fixture
-def auditor(client: Client) -> Client:
-    client.force_login(User.objects.create_superuser("auditor", "auditor@example.org", "pw"))
-    return client
 
 
 @pytest.fixture
