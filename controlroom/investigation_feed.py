@@ -61,9 +61,10 @@ class InvestigationFeed:
         consumer subscribes before it reads its snapshot)."""
         await self.layer.group_add(self.group, channel)
         self._subscribers += 1
-        async with self._seeding:
-            if self._newest < 0:
-                await self._seed()
+        try:
+            await self._seed()
+        except Exception:  # the page works without the news; the feed tries again as it polls
+            logger.exception("The investigations feed could not read the database")
         if self._stop_at is not None:
             self._stop_at.cancel()
             self._stop_at = None
@@ -95,18 +96,30 @@ class InvestigationFeed:
             self._task = None
 
     async def _run(self) -> None:
+        failing = False
         while True:
             try:
-                await self._check()
+                if self._newest < 0:
+                    await self._seed()
+                else:
+                    await self._check()
+                failing = False
             except asyncio.CancelledError:
                 raise
-            except Exception:  # a database hiccup must not end the feed
-                logger.exception("The investigations feed could not read the database")
+            except Exception:  # a database hiccup must not end the feed (logged once, not every poll)
+                if not failing:
+                    logger.exception("The investigations feed could not read the database")
+                failing = True
             await asyncio.sleep(self.poll)
 
     async def _seed(self) -> None:
         # Only what happens from now on is news: what is already there, the page rendered; the
         # open ones are followed from here.
+        async with self._seeding:
+            if self._newest < 0:
+                await self._seed_read()
+
+    async def _seed_read(self) -> None:
         # The newest id first: one opened between the two reads is then news, not missed.
         newest = await database_sync_to_async(investigation_newest_id)()
         for news in await database_sync_to_async(investigations_open)(limit=FOLLOWED_MAX):

@@ -169,3 +169,20 @@ def _turn_stored(investigation: Investigation, answer: str) -> str:
         session_id=session_id, turn=turn, role="assistant", content=[{"type": "text", "text": answer}]
     )
     return str(turn.pk)
+
+
+async def test_only_what_happens_after_a_page_opened_is_announced_and_a_repeat_only_refreshes_the_list(
+    socket: Connect,
+) -> None:
+    await database_sync_to_async(_fire)("service:sonarr", "http_timeout", "already known")
+    page = await socket("/ws/ui/?investigations=1")
+    await page.next()
+
+    await database_sync_to_async(_fire)("service:caddy", "cert_expiring", "brand new")
+    announced = await page.until(lambda frame: "Hermes opened an investigation" in frame)
+    # The sonarr signal again, within the cooldown: counted on its investigation (x2), nothing new.
+    await database_sync_to_async(_fire)("service:sonarr", "http_timeout", "already known")
+    refreshed = await page.until(lambda frame: 'id="investigation-refresh"' in frame)
+
+    assert "service:caddy" in announced and "service:sonarr" not in announced
+    assert "Hermes opened an investigation" not in refreshed
