@@ -7,6 +7,7 @@ from django.conf import settings
 from django.core.validators import RegexValidator
 
 from agent.models import Activity
+from watch.models import Investigation
 
 PLACES = (("home", "home"), ("drawer", "drawer"))
 # Oikos ids look like apr-0001 / exe-0001; anything else is refused before it reaches Oikos.
@@ -45,4 +46,11 @@ class LedgerFilterForm(forms.Form):
     tool = forms.CharField(max_length=200, required=False)
     only_errors = forms.BooleanField(required=False)
     state = forms.ChoiceField(choices=[("", "any"), *Activity.State.choices], required=False)
+    page = forms.IntegerField(min_value=1, required=False)
+
+
+class InvestigationFilterForm(forms.Form):
+    entity = forms.CharField(max_length=200, required=False)
+    state = forms.ChoiceField(choices=[("", "any"), *Investigation.State.choices], required=False)
+    kind = forms.CharField(max_length=100, required=False)
     page = forms.IntegerField(min_value=1, required=False)

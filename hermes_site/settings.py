@@ -468,6 +468,11 @@ HERMES_WATCH_HOURLY_CAP = env_int("HERMES_WATCH_HOURLY_CAP", 6, minimum=1)
 # A JSON file with any of the keys kinds, min_severity, include, exclude, cooldown_seconds,
 # hourly_cap: it overrides the variables above (read when the watcher starts).
 HERMES_WATCH_POLICY_FILE = env_str("HERMES_WATCH_POLICY_FILE")
+# A watcher starting on an empty database (no stored position) and Oikos's backlog: `skip` records
+# the events raised before it started without investigating them (start from now); `replay`
+# investigates those raised within HERMES_WATCH_BACKLOG_MAX_AGE_SECONDS before it started.
+HERMES_WATCH_BACKLOG = env_choice("HERMES_WATCH_BACKLOG", "skip", ("skip", "replay"))
+HERMES_WATCH_BACKLOG_MAX_AGE_SECONDS = env_float("HERMES_WATCH_BACKLOG_MAX_AGE_SECONDS", 3600.0, minimum=0.0)
 # Investigations are read-only unless this is true: then `request_execution` is offered, and
 # what it requests still waits for an operator's approval in Oikos.
 HERMES_INVESTIGATIONS_MAY_PROPOSE = env_bool("HERMES_INVESTIGATIONS_MAY_PROPOSE", False)
