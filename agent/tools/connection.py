@@ -219,6 +219,8 @@ class ServerConnection:
         call = _call_elicitor.get()
         if call is not None:
             return call
+        if len(self._calls) == 1:
+            return next(iter(self._calls))
         owners = {call.owner for call in self._calls}
         if len(owners) != 1 or "" in owners:
             # No call in flight, or calls of several turns: nobody can tell whose question it is.
