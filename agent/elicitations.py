@@ -29,7 +29,6 @@ from agent.tools.elicitation import (
     ElicitationAnswer,
     ElicitationAsk,
     ElicitationRecord,
-    ElicitContentError,
     ElicitField,
     ElicitOption,
     elicit_content_validate,
@@ -298,4 +297,3 @@ async def elicitations_changed_publish_quietly() -> None:
         await elicitations_changed_publish()
     except Exception:
         logger.exception("Could not tell the control rooms about an elicitation")
-

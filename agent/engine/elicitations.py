@@ -80,7 +80,7 @@ class TurnElicitor:
         )
         return final
 
-    async def _answer(self, record: ElicitationRecord, timeout: float) -> ElicitationAnswer:
+    async def _answer(self, record: ElicitationRecord, limit: float) -> ElicitationAnswer:
         if record.ask.schema_error:
             return ElicitationAnswer(
                 action="decline", reason=f"Declined by Hermes: it cannot show this form ({record.ask.schema_error})."
@@ -88,12 +88,10 @@ class TurnElicitor:
         if self.answerer is None:
             return ElicitationAnswer(action="decline", reason=NO_OPERATOR)
         try:
-            async with asyncio.timeout(timeout):
+            async with asyncio.timeout(limit):
                 return await self.answerer(record)
         except TimeoutError:
-            return ElicitationAnswer(
-                action="cancel", reason=f"Cancelled by Hermes: no answer within {timeout:.0f} s."
-            )
+            return ElicitationAnswer(action="cancel", reason=f"Cancelled by Hermes: no answer within {limit:.0f} s.")
 
     async def _settle(self, record: ElicitationRecord, answer: ElicitationAnswer) -> ElicitationAnswer:
         final = await database_sync_to_async(elicitations.elicitation_settle)(elicitation_id=record.id, answer=answer)

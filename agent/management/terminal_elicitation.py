@@ -36,7 +36,7 @@ class TerminalAnswerer:
             return ElicitationAnswer(action="decline", reason=self.refusal)
         ask = record.ask
         self._say(f"\n[question] {ask.server} asks (during {ask.tool or 'a tool call'}):\n  {_one_line(ask.message)}\n")
-        choice = (await self._read(f"Answer it? [Y]es / [n]o (decline) / [c]ancel, within {record.timeout:.0f} s: "))
+        choice = await self._read(f"Answer it? [Y]es / [n]o (decline) / [c]ancel, within {record.timeout:.0f} s: ")
         if choice is None or choice.strip().lower() in ("c", "cancel"):
             return ElicitationAnswer(action="cancel", answered_by=self.operator)
         if choice.strip().lower() in ("n", "no", "d", "decline"):

@@ -20,9 +20,9 @@ from typing import Any, TypeVar, cast
 
 import httpx2
 from mcp import Client, MCPError, StdioServerParameters
+from mcp.client.session import ClientRequestContext
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.client.session import ClientRequestContext
 from mcp.types import (
     CONNECTION_CLOSED,
     REQUEST_TIMEOUT,
@@ -378,7 +378,10 @@ class ServerConnection:
             relay = stack.enter_context(StderrRelay(server=config.name))
             stdio = stdio_client(params, errlog=relay.stream)
             return Client(
-                stdio, read_timeout_seconds=config.timeout, client_info=CLIENT_INFO, elicitation_callback=self._on_elicit
+                stdio,
+                read_timeout_seconds=config.timeout,
+                client_info=CLIENT_INFO,
+                elicitation_callback=self._on_elicit,
             )
 
         async def note_auth_failure(response: httpx2.Response) -> None:
@@ -394,7 +397,10 @@ class ServerConnection:
         )
         transport = streamable_http_client(config.url, http_client=http, max_sse_event_size=MAX_SSE_EVENT_BYTES)
         return Client(
-            transport, read_timeout_seconds=config.timeout, client_info=CLIENT_INFO, elicitation_callback=self._on_elicit
+            transport,
+            read_timeout_seconds=config.timeout,
+            client_info=CLIENT_INFO,
+            elicitation_callback=self._on_elicit,
         )
 
     def _credentials_rejected(self) -> str:

@@ -215,13 +215,18 @@ def _options(name: str, spec: Mapping[str, Any]) -> tuple[ElicitOption, ...]:
             raise ElicitSchemaError(f"property {name!r}: `enum` must be a list of strings")
         if not (isinstance(labels, list) and len(labels) == len(values)):
             labels = values
-        options = tuple(ElicitOption(value=value, label=_text(label) or value) for value, label in zip(values, labels))
+        options = tuple(
+            ElicitOption(value=value, label=_text(label) or value) for value, label in zip(values, labels, strict=True)
+        )
     elif isinstance(spec.get("oneOf"), list):
-        choices = [choice for choice in spec["oneOf"] if isinstance(choice, Mapping) and isinstance(choice.get("const"), str)]
+        choices = [
+            choice for choice in spec["oneOf"] if isinstance(choice, Mapping) and isinstance(choice.get("const"), str)
+        ]
         if not choices:
             raise ElicitSchemaError(f"property {name!r}: `oneOf` holds no string constants")
         options = tuple(
-            ElicitOption(value=choice["const"], label=_text(choice.get("title")) or choice["const"]) for choice in choices
+            ElicitOption(value=choice["const"], label=_text(choice.get("title")) or choice["const"])
+            for choice in choices
         )
     else:
         return ()

@@ -235,9 +235,7 @@ def build_asking_server(*, token: str | None = None) -> MCPServer:
     # A resolver, not `ctx.elicit`: the SDK then asks the way the negotiated protocol wants (embedded
     # in the call's result for 2026-07-28, a request of its own for handshake-era clients).
     @server.tool(structured_output=False)
-    async def deploy(
-        service: str, details: Annotated[ElicitationResult[DeployDetails], Resolve(ask_details)]
-    ) -> str:
+    async def deploy(service: str, details: Annotated[ElicitationResult[DeployDetails], Resolve(ask_details)]) -> str:
         """Deploy a service; asks the operator for the details first."""
         if isinstance(details, AcceptedElicitation):
             return f"deploy {service}: accepted {details.data.model_dump_json()}"

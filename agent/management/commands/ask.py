@@ -20,8 +20,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from agent import presence
 from agent.engine.events import Approval, Done, ElicitationEvent, Error, Event, TextDelta, ToolResult, ToolUse
-from agent.management.terminal_elicitation import TerminalAnswerer
 from agent.engine.runner import TurnRejected, turn_start
+from agent.management.terminal_elicitation import TerminalAnswerer
 from agent.tools.config import MCPConfigError
 from agent.tools.hub import tool_hub
 
@@ -63,7 +63,14 @@ class Command(BaseCommand):
             answerer = TerminalAnswerer(no_input=options["no_input"])
             answerer.operator = options["actor"]
             code = asyncio.run(
-                _ask(options["question"], session_id, options["actor"], printer, model=options["model"], answerer=answerer)
+                _ask(
+                    options["question"],
+                    session_id,
+                    options["actor"],
+                    printer,
+                    model=options["model"],
+                    answerer=answerer,
+                )
             )
         except KeyboardInterrupt:
             code = EXIT_INTERRUPTED
