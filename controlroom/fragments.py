@@ -121,3 +121,9 @@ def approval_forms_replace(approvals: Iterable[ApprovalState | ApprovalItem]) ->
 def approval_forms_append(approvals: Iterable[ApprovalState | ApprovalItem]) -> str:
     inner = _render("approval_forms.html", {"approvals": list(approvals)})
     return format_html('<div hx-swap-oob="beforeend:#approval-forms">{}</div>', inner)
+
+
+def elicitations_replace(pending: list[Any]) -> str:
+    """The rail's questions from MCP servers (`agent.elicitations.PendingElicitation`), with their forms."""
+    inner = _render("elicitations.html", {"elicitations": pending})
+    return format_html('<div hx-swap-oob="innerHTML:#elicitations">{}</div>', inner)
