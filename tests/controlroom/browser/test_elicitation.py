@@ -4,7 +4,6 @@ conversation, the answer reaching the server — and a question that survives a 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -35,7 +34,9 @@ def asking(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[S
             "headers": {"Authorization": f"Bearer {DEFAULT_TOKENS['agent:hermes']}"},
         }
         config = Path(directory / "mcp.json")
-        config.write_text(json.dumps({"mcpServers": {"oikos": oikos, "deployer": http_server_entry(deployer, timeout=120)}}))
+        config.write_text(
+            json.dumps({"mcpServers": {"oikos": oikos, "deployer": http_server_entry(deployer, timeout=120)}})
+        )
         env = hermes_env(database_url=database_url, oikos=stack.oikos, model=model) | {"HERMES_MCP_CONFIG": str(config)}
         log = directory / "daphne.log"
         with DaphneServer(database=LiveDatabase(database_url), env=env, log_path=log) as hermes:
@@ -125,8 +126,13 @@ def test_a_waiting_question_survives_a_reload_and_decline_reaches_the_server(ask
     turn = last_turn(page)
     wait_done(turn)
     inline = turn.locator(".card.elicitation")
-    expect(inline).to_have_attribute("data-status", re.compile("decline"))
+    expect(inline).to_have_attribute("data-status", "decline")
     chip = turn.locator("details.chip")
     chip.locator("summary").click()
     expect(chip.locator(".chip-result")).to_contain_text("deploy caddy: decline")
+    # Drawn from the database once the turn is over: the question stays beside its call.
+    page.reload()
+    inline = last_turn(page).locator(".card.elicitation")
+    expect(inline).to_have_attribute("data-status", "decline")
+    expect(inline.locator(".card-stage")).to_contain_text("Declined by operator")
     asked.assert_clean()
