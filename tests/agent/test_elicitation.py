@@ -139,7 +139,12 @@ class TestTurnElicitor:
         events: list[Event] = []
         asked = asyncio.Event()
         elicitor = _elicitor(session_id, events, elicitations.elicitation_by_operator)
-        elicitor.emit = lambda event: (events.append(event), asked.set())  # type: ignore[func-returns-value]
+
+        def emit(event: Event) -> None:
+            events.append(event)
+            asked.set()
+
+        elicitor.emit = emit
         waiting = asyncio.create_task(elicitor(_ask()))
         await asked.wait()
         elicitation_id = uuid.UUID(events[0].id)  # type: ignore[attr-defined]

@@ -49,7 +49,12 @@ def asked(browser: Browser, asking: Stack) -> Iterator[Watched]:
     context.set_default_timeout(10_000)
     watched = watch(context.new_page())
     dialogs: list[Dialog] = []
-    watched.page.on("dialog", lambda dialog: (dialogs.append(dialog), dialog.dismiss()))
+
+    def on_dialog(dialog: Dialog) -> None:
+        dialogs.append(dialog)
+        dialog.dismiss()
+
+    watched.page.on("dialog", on_dialog)
     yield watched
     context.close()
     assert not dialogs, "text from the MCP server ran as script"
