@@ -459,7 +459,13 @@ def _call_elicitor(context: ToolCallContext, *, server: str, tool: str) -> CallE
             tool_use_id=context.tool_use_id,
             schema_error=problem,
         )
-        return await elicitor(ask)
+        try:
+            return await elicitor(ask)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # e.g. the database is down: the server hears "cancel", the turn goes on
+            logger.exception("could not put %s's question to anyone", server)
+            return ElicitationAnswer(action="cancel", reason="Cancelled by Hermes: it could not record the question.")
 
     return elicit
 
