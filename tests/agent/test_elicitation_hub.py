@@ -1,6 +1,6 @@
 """An MCP server that asks for input mid-call reaches the turn's elicitor, and the answer reaches
 the server — over both protocol generations (the 2026 embedded requests and the handshake-era
-`elicitation/create` request)."""
+`elicitation/create` request) — and who answers in a whole turn."""
 
 from __future__ import annotations
 
@@ -8,12 +8,20 @@ import json
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
+from channels.db import database_sync_to_async
 
+from agent.engine.elicitations import NO_OPERATOR
+from agent.engine.events import ElicitationEvent
+from agent.engine.runner import turn_start
+from agent.models import Elicitation
 from agent.tools import ToolHub
 from agent.tools.context import ToolCallContext
-from agent.tools.elicitation import ElicitationAnswer, ElicitationAsk
+from agent.tools.elicitation import ElicitationAnswer, ElicitationAsk, ElicitationRecord
+from tests.agent.conftest import turn_collect
+from tests.fakes import FakeAnthropic, Reply
 from tests.fakes.mcp_fixtures import WriteMCPConfig, http_server_entry
 from tests.fakes.mcp_servers import MCPTestServer, build_asking_server
+from tests.fakes.scripted_models import last_tool_results
 
 
 @pytest.fixture(scope="module", params=["current", "legacy"])
@@ -71,3 +79,33 @@ class TestHubElicitation:
     async def test_a_call_without_an_elicitor_declines(self, deployer_hub: ToolHub) -> None:
         outcome = await deployer_hub.call("mcp__deployer__deploy", {"service": "caddy"})
         assert outcome.content[0]["text"] == "deploy caddy: decline"
+
+
+@pytest.mark.django_db(transaction=True)
+class TestWhoAnswersInATurn:
+    """A turn with nobody to ask (a peer's, an investigation's) declines; a frontend's answerer answers."""
+
+    async def test_a_peers_turn_declines_and_says_why(self, llm: FakeAnthropic, deployer_hub: ToolHub) -> None:
+        llm.enqueue(Reply.tool_use("mcp__deployer__deploy", {"service": "gitea"}), Reply.text("It was declined."))
+        handle = await turn_start(
+            text="deploy gitea", actor="peer:garra", origin="a2a", origin_peer="garra", hub=deployer_hub
+        )
+        events = await turn_collect(handle)
+
+        asked, answered = [event for event in events if isinstance(event, ElicitationEvent)]
+        assert (asked.status, answered.status, answered.reason) == ("pending", "decline", NO_OPERATOR)
+        assert last_tool_results(llm.requests[-1].body)[0]["content"][0]["text"] == "deploy gitea: decline"
+        row = await database_sync_to_async(Elicitation.objects.get)(correlation_id=handle.turn_id)
+        assert (row.status, row.answered_by) == ("decline", "hermes")
+
+    async def test_a_frontends_answerer_answers(self, llm: FakeAnthropic, deployer_hub: ToolHub) -> None:
+        async def operator(record: ElicitationRecord) -> ElicitationAnswer:
+            return ElicitationAnswer(action="accept", content={"reason": "now"}, answered_by="operator:ada")
+
+        llm.enqueue(Reply.tool_use("mcp__deployer__deploy", {"service": "gitea"}), Reply.text("Deployed."))
+        handle = await turn_start(
+            text="deploy gitea", actor="operator:ada", origin="ui", hub=deployer_hub, answerer=operator
+        )
+        await turn_collect(handle)
+        result = last_tool_results(llm.requests[-1].body)[0]["content"][0]["text"]
+        assert result.startswith('deploy gitea: accepted {"reason":"now"')
