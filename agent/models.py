@@ -227,3 +227,52 @@ class ToolCatalog(models.Model):
 
     def __str__(self) -> str:
         return f"{self.server}: {len(self.tools)} tools"
+
+
+class Elicitation(models.Model):
+    """A question an MCP server asked during a tool call (MCP elicitation), and its answer.
+
+    Kept while it waits so any page (any process, after a reload) can show and answer it; the
+    engine of the turn that caused it waits for the answer (`agent.elicitations`). The request and
+    the answer are also in the ledger (`activity`), under the turn's correlation id.
+    """
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "waiting for an answer"
+        ACCEPTED = "accept", "accepted"
+        DECLINED = "decline", "declined"
+        CANCELLED = "cancel", "cancelled"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    correlation_id = models.UUIDField()
+    session = models.ForeignKey(
+        AgentSession, on_delete=models.SET_NULL, related_name="elicitations", null=True, blank=True
+    )
+    actor = models.CharField(max_length=150)
+    activity = models.ForeignKey(Activity, on_delete=models.SET_NULL, related_name="+", null=True, blank=True)
+    tool_use_id = models.CharField(max_length=100, blank=True)
+    server = models.CharField(max_length=100)
+    tool = models.CharField(max_length=200, blank=True)
+    message = RedactedTextField()
+    requested_schema = RedactedJSONField(default=dict)
+    # The schema's fields as Hermes parsed them (`agent.tools.elicitation.ElicitField.to_dict`).
+    fields = RedactedJSONField(default=list)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    content = RedactedJSONField(null=True, blank=True)
+    # Why, when nobody chose the answer (a timeout, no operator in the turn, a form Hermes cannot show).
+    reason = models.TextField(blank=True)
+    answered_by = models.CharField(max_length=150, blank=True)
+    created_at = models.DateTimeField()
+    expires_at = models.DateTimeField()
+    answered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "agent_elicitations"
+        ordering = ["-created_at"]
+        indexes = [
+            models.Index(fields=["status", "-created_at"], name="agent_elicit_status_idx"),
+            models.Index(fields=["correlation_id"], name="agent_elicit_corr_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.server} asks ({self.get_status_display()})"

@@ -23,6 +23,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from agent import metrics
+from agent.elicitations import ELICITATIONS_GROUP, elicitations_pending
 from agent.live import SESSIONS_GROUP, session_group, turn_registry
 from controlroom import fragments, selectors
 from controlroom.approvals import approvals_confirmed, approvals_listed
@@ -79,6 +80,9 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
             await self.channel_layer.group_add(session_group(self.session_id), self.channel_name)
         if self.with_sessions:
             await self.channel_layer.group_add(SESSIONS_GROUP, self.channel_name)
+        self.elicitations_shown: list[str] | None = None
+        if self.with_rail:
+            await self.channel_layer.group_add(ELICITATIONS_GROUP, self.channel_name)
         # Every page follows Oikos (inline approval cards follow their execution); only the home
         # page draws the rail.
         self.relay = oikos_relay()
@@ -97,6 +101,8 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
             await self.channel_layer.group_discard(session_group(session_id), self.channel_name)
         if getattr(self, "with_sessions", False):
             await self.channel_layer.group_discard(SESSIONS_GROUP, self.channel_name)
+        if getattr(self, "with_rail", False):
+            await self.channel_layer.group_discard(ELICITATIONS_GROUP, self.channel_name)
         if hasattr(self, "relay"):
             await self.relay.unsubscribe(self.channel_name)
         if hasattr(self, "feed"):
@@ -129,6 +135,7 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
         parts.append(fragments.turn_controls(self._running()))
         if self.with_rail:
             parts.append(fragments.rail_replace(self.relay.state))
+            parts.append(await self._elicitations_if_changed())
         listed: list[ApprovalState] = []
         if self.with_approvals:
             # Drawn again: an approval raised between the page's render and this socket shows too.
@@ -140,6 +147,25 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
         self.forms_shown = {approval.approval_id for approval in shown}
         parts.append(fragments.approval_forms_replace(shown))
         await self.send(text_data="".join(parts))
+
+    # --- MCP servers' questions (elicitations) in the rail -----------------------------------------
+
+    async def elicitations_changed(self, message: dict[str, Any]) -> None:
+        """A question was asked or answered somewhere: redraw the rail's questions if the set changed.
+
+        Only a change of the set redraws: a redraw would wipe what the operator is typing in a form.
+        """
+        html = await self._elicitations_if_changed()
+        if html:
+            await self.send(text_data=html)
+
+    async def _elicitations_if_changed(self) -> str:
+        pending = await database_sync_to_async(elicitations_pending)()
+        ids = [item.id for item in pending]
+        if ids == self.elicitations_shown:
+            return ""
+        self.elicitations_shown = ids
+        return fragments.elicitations_replace(pending)
 
     # --- turn events (from the registry of whichever process runs the turn) ------------------------
 

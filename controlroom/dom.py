@@ -53,3 +53,10 @@ def decide_form_dom_id(approval_id: str, decision: str) -> str:
     if decision not in ("approve", "deny"):
         raise ValueError(f"unknown decision {decision!r}")
     return f"decide-{dom_key(approval_id)}-{decision}"
+
+
+def elicitation_dom_id(elicitation_id: str | uuid.UUID, place: str) -> str:
+    """An elicitation's card (`place`: `chat` in the conversation, `rail` in the rail); the id is Hermes's own."""
+    if place not in ("chat", "rail"):
+        raise ValueError(f"unknown place {place!r}")
+    return f"elicit-{place}-{uuid.UUID(str(elicitation_id))}"

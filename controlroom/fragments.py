@@ -138,3 +138,9 @@ def investigation_list_refresh() -> str:
 
 def escalation_replace(card: EscalationCard) -> str:
     return _render("escalation_card.html", {"escalation": card, "oob": True})
+
+
+def elicitations_replace(pending: list[Any]) -> str:
+    """The rail's questions from MCP servers (`agent.elicitations.PendingElicitation`), with their forms."""
+    inner = _render("elicitations.html", {"elicitations": pending})
+    return format_html('<div hx-swap-oob="innerHTML:#elicitations">{}</div>', inner)

@@ -23,12 +23,20 @@ from agent import selectors as agent_selectors
 from agent.budget import spend_today
 from agent.engine.approvals import REQUEST_EXECUTION, approval_from_result
 from agent.engine.loop import PREVIEW_CHARS
-from agent.models import Activity, AgentSession, Message, Turn
+from agent.models import Activity, AgentSession, Elicitation, Message, Turn
 from agent.selectors import ContextInUse
 from agent.tools.config import oikos_server_name
 from controlroom.cards import CardOrigin, TargetFacts
 from controlroom.models import ApprovalDecision, TargetContext
-from controlroom.transcript import ApprovalItem, NoticeItem, TextItem, ThinkingItem, ToolItem, TurnView
+from controlroom.transcript import (
+    ApprovalItem,
+    ElicitationItem,
+    NoticeItem,
+    TextItem,
+    ThinkingItem,
+    ToolItem,
+    TurnView,
+)
 from watch.models import Investigation
 
 SESSION_TURNS_SHOWN = 200
@@ -177,6 +185,7 @@ def session_turn_views(*, session_id: uuid.UUID, limit: int = SESSION_TURNS_SHOW
         messages[turn_id].append((role, content if isinstance(content, list) else []))
     calls = {row.tool_use_id: row for row in Activity.objects.filter(correlation_id__in=turn_ids) if row.tool_use_id}
     views = [_turn_view(turn, messages[turn.id], calls) for turn in turns]
+    _elicitations_place(views)
     summaries = _summaries_before(session_id=session_id, first_ids=first_ids)
     for view in views:
         view.summary_before = summaries.get(uuid.UUID(view.turn_id), "")
@@ -190,10 +199,42 @@ def turn_view(*, turn_id: uuid.UUID) -> TurnView | None:
     rows = list(_people_messages().filter(turn_id=turn_id).order_by("id").values_list("id", "role", "content"))
     calls = {row.tool_use_id: row for row in Activity.objects.filter(correlation_id=turn_id) if row.tool_use_id}
     view = _turn_view(turn, [(role, content) for _id, role, content in rows], calls)
+    _elicitations_place([view])
     if rows:
         summaries = _summaries_before(session_id=turn.session_id, first_ids={turn.id: rows[0][0]})
         view.summary_before = summaries.get(turn.id, "")
     return view
+
+
+def _elicitations_place(views: list[TurnView]) -> None:
+    """Put each turn's MCP questions (elicitations) right after the tool call that asked them."""
+    by_turn: dict[str, list[Elicitation]] = defaultdict(list)
+    rows = Elicitation.objects.filter(correlation_id__in=[view.turn_id for view in views]).order_by("created_at")
+    for row in rows:
+        by_turn[str(row.correlation_id)].append(row)
+    for view in views:
+        for row in by_turn.get(view.turn_id, []):
+            item = ElicitationItem(
+                id=str(row.pk),
+                server=row.server,
+                tool=row.tool,
+                message=row.message,
+                fields=list(row.fields),
+                status=row.status,
+                content=row.content,
+                reason=row.reason,
+                answered_by=row.answered_by,
+                expires_at=row.expires_at.isoformat(),
+            )
+            after = next(
+                (
+                    index
+                    for index, shown in enumerate(view.items)
+                    if isinstance(shown, ToolItem) and shown.tool_use_id == row.tool_use_id
+                ),
+                len(view.items) - 1,
+            )
+            view.items.insert(after + 1, item)
 
 
 def _people_messages() -> QuerySet[Message]:

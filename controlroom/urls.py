@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from controlroom.views import approvals, chat, investigations, pages
+from controlroom.views import approvals, chat, elicitations, investigations, pages
 
 app_name = "controlroom"
 
@@ -20,4 +20,5 @@ urlpatterns = [
     path("budget/meter/", pages.budget_meter, name="budget_meter"),
     path("approvals/", approvals.approvals_page, name="approvals"),
     path("approvals/decide/", approvals.decide, name="approval_decide"),
+    path("elicitations/<uuid:elicitation_id>/", elicitations.answer, name="elicitation_answer"),
 ]

@@ -273,6 +273,9 @@ HERMES_MAX_ITERATIONS = env_int("HERMES_MAX_ITERATIONS", 15, minimum=1)
 HERMES_MAX_TOKENS = env_int("HERMES_MAX_TOKENS", 16_000, minimum=1)
 HERMES_TURN_TOKEN_BUDGET = env_int("HERMES_TURN_TOKEN_BUDGET", 400_000, minimum=1)
 HERMES_TURN_TIMEOUT = env_float("HERMES_TURN_TIMEOUT", 600.0, minimum=1.0)
+# How long an MCP server's question (elicitation) waits for an operator before Hermes cancels it.
+# The wait also ends before the tool call's own `timeout` (the call would fail anyway).
+HERMES_ELICITATION_TIMEOUT = env_float("HERMES_ELICITATION_TIMEOUT", 300.0, minimum=1.0)
 HERMES_TOOL_RESULT_MAX_CHARS = env_int("HERMES_TOOL_RESULT_MAX_CHARS", 20_000, minimum=200)
 # What the ledger stores of one tool result: its text, once, up to this many characters (head and
 # tail, with a marker saying how much was cut). 2 million is 100 times what the model is shown, more

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.urls import path
 
 from agent.api.chat import chat
+from agent.api.elicitations import elicitation_answer, elicitation_list
 from agent.api.health import healthz
 from agent.api.openapi import openapi
 from agent.api.query import query
@@ -20,6 +21,8 @@ urlpatterns = [
     path("sessions/<str:session_id>", session_detail, name="session"),
     path("turns/<str:turn_id>/stop", turn_stop, name="turn_stop"),
     path("turns/<str:turn_id>/events", turn_events, name="turn_events"),
+    path("elicitations", elicitation_list, name="elicitations"),
+    path("elicitations/<str:elicitation_id>", elicitation_answer, name="elicitation_answer"),
     path("query", query, name="query"),
     path("healthz", healthz, name="healthz"),
     path("openapi.json", openapi, name="openapi"),

@@ -78,6 +78,7 @@ for _dom_function in (
     dom.chip_dom_id,
     dom.approval_dom_class,
     dom.decide_form_dom_id,
+    dom.elicitation_dom_id,
 ):
     register.simple_tag(_dom_function)
 
