@@ -8,6 +8,7 @@ from agent.api.chat import chat
 from agent.api.health import healthz
 from agent.api.openapi import openapi
 from agent.api.query import query
+from agent.api.search import search
 from agent.api.sessions import session_detail, session_list
 from agent.api.turn_events import turn_events
 from agent.api.turns import turn_stop
@@ -21,6 +22,7 @@ urlpatterns = [
     path("turns/<str:turn_id>/stop", turn_stop, name="turn_stop"),
     path("turns/<str:turn_id>/events", turn_events, name="turn_events"),
     path("query", query, name="query"),
+    path("search", search, name="search"),
     path("healthz", healthz, name="healthz"),
     path("openapi.json", openapi, name="openapi"),
 ]
