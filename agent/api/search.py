@@ -12,12 +12,11 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 from django.http import HttpRequest, JsonResponse
-from django.urls import reverse
 from django.utils.dateparse import parse_date, parse_datetime
 
 from agent.api.errors import ApiError, api_view
 from agent.search.query import LIMIT_DEFAULT, LIMIT_MAX, QUERY_MAX_CHARS, SearchFilters, SearchHit, search_run
-from controlroom.dom import chip_dom_id, turn_dom_id
+from controlroom.dom import turn_link
 
 TEXT_PARAMETER_MAX = 200
 
@@ -79,16 +78,6 @@ def _instant(params: Any, name: str, *, end_of_day: bool) -> datetime.datetime |
     raise ApiError(400, "invalid_parameter", message)
 
 
-def search_hit_url(hit: SearchHit) -> str:
-    """The control room's page of the hit's session, at its tool call's chip or its turn."""
-    page = reverse("controlroom:session", kwargs={"session_id": hit.session_id})
-    if hit.turn_id is None:
-        return page
-    if hit.tool_use_id:
-        return f"{page}#{chip_dom_id(hit.turn_id, hit.tool_use_id)}"
-    return f"{page}#{turn_dom_id(hit.turn_id)}"
-
-
 def _hit_json(hit: SearchHit) -> dict[str, Any]:
     return {
         "session_id": hit.session_id,
@@ -103,5 +92,5 @@ def _hit_json(hit: SearchHit) -> dict[str, Any]:
         "rank": hit.rank,
         "snippet": hit.snippet_plain,
         "snippet_html": str(hit.snippet_html),
-        "url": search_hit_url(hit),
+        "url": turn_link(hit.session_id, hit.turn_id, hit.tool_use_id),
     }

@@ -24,6 +24,7 @@ from django.utils.dateparse import parse_datetime
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
+from agent.models import SearchEntry
 from agent.search.entries import HIGHLIGHT_START, HIGHLIGHT_STOP
 
 QUERY_MAX_CHARS = 200
@@ -71,6 +72,10 @@ class SearchHit:
     @property
     def snippet_html(self) -> SafeString:
         return snippet_html(self.snippet)
+
+    @property
+    def kind_label(self) -> str:
+        return str(SearchEntry.Kind(self.kind).label) if self.kind in SearchEntry.Kind.values else self.kind
 
     @property
     def snippet_plain(self) -> str:

@@ -16,7 +16,7 @@ from controlroom.identity import operator_name
 from controlroom.views.context import DRAWER_SESSION_KEY, conversation_context, nav_context
 
 
-def _drawer(request: HttpRequest, *, follow_sessions: bool = False) -> dict[str, Any]:
+def drawer_context(request: HttpRequest, *, follow_sessions: bool = False) -> dict[str, Any]:
     try:
         session_id: uuid.UUID | None = uuid.UUID(str(request.session.get(DRAWER_SESSION_KEY)))
     except ValueError:
@@ -31,7 +31,7 @@ def sessions_page(request: HttpRequest) -> HttpResponse:
     query = request.GET.get("q", "")[:200]
     context = {
         "operator": operator_name(request),
-        "drawer": _drawer(request, follow_sessions=True),
+        "drawer": drawer_context(request, follow_sessions=True),
         **nav_context(query=query),
     }
     context["pending_approvals"] = context["drawer"]["pending_approvals"]
@@ -55,7 +55,7 @@ def ledger(request: HttpRequest) -> HttpResponse:
             state=data["state"],
         )
         page_number = data["page"] or 1
-    drawer = _drawer(request)
+    drawer = drawer_context(request)
     context = {
         "operator": operator_name(request),
         "form": form,

@@ -159,3 +159,28 @@ class TestApi:
         assert client.get("/search", {"q": "x", "since": "yesterday"}).json()["error"]["code"] == "invalid_parameter"
         assert client.get("/search", {"q": "x", "limit": "1000"}).status_code == 400
         assert client.get("/search", {"q": "x" * 201}).status_code == 400
+
+
+class TestControlRoom:
+    async def test_the_nav_search_box_leads_to_ranked_hits_linking_to_the_turn(
+        self, llm: FakeAnthropic, hub: ToolHub
+    ) -> None:
+        older = await _fleet_session(llm, hub)
+        llm.enqueue(Reply.text("Looks like <script>alert(1)</script> degraded markup."))
+        await ask("render something odd", hub)
+        get = database_sync_to_async(Client().get)
+
+        home = (await get("/ui/")).content.decode()
+        assert 'action="/ui/search/"' in home and 'name="q"' in home
+
+        html = (await get("/ui/search/", {"q": "degraded"})).content.decode()
+
+        assert "2 results" in html
+        assert f'href="/ui/s/{older}/#chip-' in html
+        assert "<mark>degraded</mark>" in html
+        # Content is text, never markup: the answer's tags arrive escaped.
+        assert "<script>alert" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+
+    def test_filters_that_do_not_parse_are_said_so(self, client: Client) -> None:
+        html = client.get("/ui/search/", {"q": "x", "since": "last tuesday"}).content.decode()
+        assert 'role="alert"' in html and "since" in html
