@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.urls import path
 
 from agent.api.chat import chat
+from agent.api.export import session_export_json, session_export_markdown
 from agent.api.health import healthz
 from agent.api.openapi import openapi
 from agent.api.query import query
@@ -19,6 +20,8 @@ urlpatterns = [
     path("chat", chat, name="chat"),
     path("sessions", session_list, name="sessions"),
     path("sessions/<str:session_id>", session_detail, name="session"),
+    path("sessions/<str:session_id>/export.md", session_export_markdown, name="session_export_md"),
+    path("sessions/<str:session_id>/export.json", session_export_json, name="session_export_json"),
     path("turns/<str:turn_id>/stop", turn_stop, name="turn_stop"),
     path("turns/<str:turn_id>/events", turn_events, name="turn_events"),
     path("query", query, name="query"),
