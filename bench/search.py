@@ -10,6 +10,7 @@ is run `--repeat` times after one warm-up run. Target: p95 ≤ 100 ms.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/hermes_search .venv/bin/python bench/search.py
     ... bench/search.py --sessions 1000   # 100k messages, for a quick look
+    ... bench/search.py --keep; ... bench/search.py --reuse <the URL it printed>   # measure again
 
 A measurement, not a test: it prints figures, and exits non-zero only when a query found nothing it
 should have found.
@@ -44,10 +45,30 @@ def main() -> int:
     parser.add_argument("--turns-per-session", type=int, default=10)
     parser.add_argument("--repeat", type=int, default=30)
     parser.add_argument("--keep", action="store_true", help="keep the database (its URL is printed)")
+    parser.add_argument("--reuse", metavar="URL", help="measure a database an earlier --keep run left")
     arguments = parser.parse_args()
     if not os.environ.get("DATABASE_URL", "").startswith(("postgres://", "postgresql://")):
         sys.exit("bench/search.py measures PostgreSQL's full-text search: set DATABASE_URL=postgres://...")
 
+    if arguments.reuse:
+        # A database kept by an earlier run (--keep): measure again without writing it again.
+        database = LiveDatabase(arguments.reuse)
+        os.environ["DATABASE_URL"] = database.url
+        from harness import django_setup
+
+        django_setup()
+        planted = {
+            term: database.query("SELECT count(*) FROM agent_search_entries WHERE document @@ to_tsquery(%s)", (term,))[
+                0
+            ][0]
+            for term, _share in PLANTED.values()
+        }
+        try:
+            return _measure(planted, repeat=arguments.repeat)
+        finally:
+            from django.db import connections
+
+            connections.close_all()
     database = LiveDatabase.create(Path("/nonexistent"), name="searchbench")
     try:
         os.environ["DATABASE_URL"] = database.url

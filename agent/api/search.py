@@ -34,7 +34,10 @@ def search_filters_parse(params: Any) -> SearchFilters:
     if not query:
         raise ApiError(400, "missing_query", 'Say what to look for: /search?q=words ("a phrase", -excluded).')
     limit_raw = params.get("limit") or str(LIMIT_DEFAULT)
-    if not (limit_raw.isascii() and limit_raw.isdigit()) or not 1 <= int(limit_raw[:4]) <= LIMIT_MAX:
+    if (
+        not (limit_raw.isascii() and limit_raw.isdigit() and len(limit_raw) <= 3)
+        or not 1 <= int(limit_raw) <= LIMIT_MAX
+    ):
         raise ApiError(400, "invalid_parameter", f"limit must be a whole number from 1 to {LIMIT_MAX}.")
     return SearchFilters(
         query=query,
@@ -66,14 +69,19 @@ def _instant(params: Any, name: str, *, end_of_day: bool) -> datetime.datetime |
         return None
     try:
         moment = parse_datetime(raw)
-        day = None if moment is not None else parse_date(raw)
+        if moment is not None:
+            return (moment if moment.tzinfo is not None else moment.replace(tzinfo=datetime.UTC)).astimezone(
+                datetime.UTC
+            )
+        day = parse_date(raw)
+        if day is not None:
+            start = datetime.datetime.combine(day, datetime.time(), tzinfo=datetime.UTC)
+            return start + datetime.timedelta(days=1) if end_of_day else start
+    except OverflowError:
+        # A date past what can be represented (year 1 or 9999 and an offset): no bound at all.
+        return None
     except ValueError:
-        moment = day = None
-    if moment is not None:
-        return moment if moment.tzinfo is not None else moment.replace(tzinfo=datetime.UTC)
-    if day is not None:
-        start = datetime.datetime.combine(day, datetime.time(), tzinfo=datetime.UTC)
-        return start + datetime.timedelta(days=1) if end_of_day else start
+        pass
     message = f"{name} must be a date (2026-11-30) or an ISO 8601 date and time, not {raw[:40]!r}."
     raise ApiError(400, "invalid_parameter", message)
 

@@ -34,6 +34,10 @@ LIMIT_MAX = 100
 # hits costs the same whatever the tool results hold. A match further in is found and ranked; its
 # snippet then shows the entry's beginning.
 HEADLINE_CHARS = 20_000
+# PostgreSQL ranks the newest this many matches: ranking reads every candidate's tsvector, so a
+# term found in a tenth of a million entries would take a second to rank whole. Rare terms (what an
+# incident search mostly is) are ranked among all their matches.
+CANDIDATES_MAX = 1000
 _HEADLINE_OPTIONS = (
     f"StartSel={HIGHLIGHT_START}, StopSel={HIGHLIGHT_STOP}, MaxWords=28, MinWords=10, "
     'MaxFragments=2, FragmentDelimiter=" … "'
@@ -132,24 +136,29 @@ def _filters_sql(filters: SearchFilters) -> tuple[str, list[Any]]:
 
 
 def _postgresql(filters: SearchFilters) -> tuple[str, list[Any]]:
+    """Three steps, each bounded: the newest `CANDIDATES_MAX` matches (the GIN index, or the primary
+    key read backwards for a term in many entries), ranked, and only the page's snippets made."""
     where, params = _filters_sql(filters)
-    # Ranked and cut to a page first; only that page's snippets are made (ts_headline is the dear part).
+    sessions = "JOIN agent_sessions s ON s.id = e.session_id" if filters.actor or filters.origin else ""
     sql = f"""
         SELECT {_COLUMNS}, hit.rank, ts_headline('english', left(e.text, %s), hit.q, %s)
         FROM (
-            SELECT e.id, q, ts_rank_cd(e.document, q) AS rank
-            FROM agent_search_entries e
-            JOIN agent_sessions s ON s.id = e.session_id,
-            websearch_to_tsquery('english', %s) q
-            WHERE e.document @@ q{where}
-            ORDER BY rank DESC, e.id DESC
+            SELECT candidate.id, candidate.q, ts_rank_cd(candidate.document, candidate.q) AS rank
+            FROM (
+                SELECT e.id, e.document, q
+                FROM agent_search_entries e {sessions}, websearch_to_tsquery('english', %s) q
+                WHERE e.document @@ q{where}
+                ORDER BY e.id DESC
+                LIMIT %s
+            ) candidate
+            ORDER BY rank DESC, candidate.id DESC
             LIMIT %s
         ) hit
         JOIN agent_search_entries e ON e.id = hit.id
         JOIN agent_sessions s ON s.id = e.session_id
         ORDER BY hit.rank DESC, e.id DESC
     """  # `where` names fixed columns only; values are parameters
-    return sql, [HEADLINE_CHARS, _HEADLINE_OPTIONS, filters.query, *params, filters.limit]
+    return sql, [HEADLINE_CHARS, _HEADLINE_OPTIONS, filters.query, *params, CANDIDATES_MAX, filters.limit]
 
 
 def _sqlite(filters: SearchFilters, match: str) -> tuple[str, list[Any]]:

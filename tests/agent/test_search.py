@@ -178,8 +178,9 @@ class TestControlRoom:
         assert "2 results" in html
         assert f'href="/ui/s/{older}/#chip-' in html
         assert "<mark>degraded</mark>" in html
-        # Content is text, never markup: the answer's tags arrive escaped.
-        assert "<script>alert" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+        # Content is text, never markup: the answer's tags arrive escaped (SQLite) or left out of
+        # the snippet by PostgreSQL's parser, which reads them as tags.
+        assert "<script>alert" not in html and "alert(1)" in html
 
     def test_filters_that_do_not_parse_are_said_so(self, client: Client) -> None:
         html = client.get("/ui/search/", {"q": "x", "since": "last tuesday"}).content.decode()
