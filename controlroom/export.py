@@ -156,7 +156,7 @@ def session_export(*, session_id: uuid.UUID) -> SessionExport | None:
     for fact in facts:
         for key, value in fact.usage.items():
             usage[key] = usage.get(key, 0) + int(value or 0)
-    costs = [fact.cost_usd for fact in facts]
+    costs = [fact.cost_usd for fact in facts if fact.cost_usd is not None]
     return SessionExport(
         id=session.id,
         title=session.title or "Untitled session",
@@ -166,7 +166,7 @@ def session_export(*, session_id: uuid.UUID) -> SessionExport | None:
         last_active_at=session.last_active_at,
         turns=facts,
         tokens_total=sum(fact.tokens_total for fact in facts),
-        cost_usd=None if any(cost is None for cost in costs) else sum(costs, Decimal(0)),  # type: ignore[arg-type]
+        cost_usd=sum(costs, Decimal(0)) if len(costs) == len(facts) else None,
         usage=usage,
     )
 

@@ -88,8 +88,7 @@ class SearchHit:
 
 def snippet_html(snippet: str) -> SafeString:
     """The snippet escaped, with the database's match markers (and only those) as `<mark>`."""
-    html = escape(snippet)
-    html = html.replace(HIGHLIGHT_START, "<mark>").replace(HIGHLIGHT_STOP, "</mark>")
+    html = str(escape(snippet)).replace(HIGHLIGHT_START, "<mark>").replace(HIGHLIGHT_STOP, "</mark>")
     # A fragment cut inside a match leaves a marker unpaired: close it so nothing leaks past.
     if html.count("<mark>") > html.count("</mark>"):
         html += "</mark>"
