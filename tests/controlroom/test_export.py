@@ -103,6 +103,8 @@ class TestIncidentNote:
         tmp_path: Path,
     ) -> None:
         session_id, approval_id = await _incident(llm, oikos_hub, oikos_settings)
+        page = (await AsyncClient().get(f"/ui/s/{session_id}/")).content.decode()
+        assert f'href="/sessions/{session_id}/export.md" download' in page
 
         body = (await AsyncClient().get(f"/sessions/{session_id}/export.json")).json()
         assert body["id"] == str(session_id) and [turn["question"] for turn in body["turns"]] == QUESTIONS
