@@ -34,10 +34,10 @@ LIMIT_MAX = 100
 # hits costs the same whatever the tool results hold. A match further in is found and ranked; its
 # snippet then shows the entry's beginning.
 HEADLINE_CHARS = 20_000
-# PostgreSQL ranks the newest this many matches: ranking reads every candidate's tsvector, so a
-# term found in a tenth of a million entries would take a second to rank whole. Rare terms (what an
-# incident search mostly is) are ranked among all their matches.
-CANDIDATES_MAX = 1000
+# PostgreSQL ranks the newest this many matches: finding and ranking them reads each one's row, so
+# a term in a tenth of a million entries would take a second to rank whole (bench/search.py).
+# Rare terms — what an incident search mostly is — are ranked among all their matches.
+CANDIDATES_MAX = 200
 _HEADLINE_OPTIONS = (
     f"StartSel={HIGHLIGHT_START}, StopSel={HIGHLIGHT_STOP}, MaxWords=28, MinWords=10, "
     'MaxFragments=2, FragmentDelimiter=" … "'
