@@ -439,6 +439,11 @@ def ledger_choices() -> dict[str, list[str]]:
     }
 
 
+def session_origins() -> list[str]:
+    """Where the stored sessions were opened (ui, api, cli, signal, ...), for the search filter."""
+    return list(AgentSession.objects.order_by("origin").values_list("origin", flat=True).distinct())
+
+
 def approval_decisions_recent(*, limit: int = 50) -> list[ApprovalDecision]:
     return list(ApprovalDecision.objects.order_by("-decided_at", "-id")[:limit])
 

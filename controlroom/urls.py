@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from controlroom.views import approvals, chat, elicitations, investigations, pages
+from controlroom.views import approvals, chat, elicitations, investigations, pages, search
 
 app_name = "controlroom"
 
@@ -17,6 +17,7 @@ urlpatterns = [
     path("ledger/", pages.ledger, name="ledger"),
     path("investigations/", investigations.investigations_page, name="investigations"),
     path("investigations/list/", investigations.investigations_list, name="investigations_list"),
+    path("search/", search.search_page, name="search"),
     path("budget/meter/", pages.budget_meter, name="budget_meter"),
     path("approvals/", approvals.approvals_page, name="approvals"),
     path("approvals/decide/", approvals.decide, name="approval_decide"),
