@@ -22,6 +22,8 @@ What travels through the layer, and why:
   channel is in that group, so Stop (any tab, `POST /turns/<id>/stop`) in any process reaches the
   one process that can cancel the task, and a socket that (re)connects mid-turn gets the turn so
   far from it.
+- `elicitation.answered` to `turn_group(turn)`: an operator answered an MCP server's question of
+  that turn (stored first); the owner wakes the engine waiting for it (`agent.elicitations`).
 - `sessions.changed` to `SESSIONS_GROUP` when a turn starts and when it ends, for session lists.
 - `turn.state`, sent straight to the asking consumer's channel: `{turn_id, seq, start, events}`,
   the turn's events up to `seq` with text merged per block.
@@ -48,6 +50,7 @@ from channels.layers import BaseChannelLayer, get_channel_layer
 from django.utils import timezone
 
 from agent import selectors, services
+from agent.elicitations import elicitation_wake
 from agent.engine.events import Done, Event, TextDelta, ThinkingDelta
 from agent.engine.runner import TurnHandle
 
@@ -327,6 +330,8 @@ class TurnRegistry:
                 continue
             if message.get("type") == "turn.stop":
                 live.handle.cancel()
+            elif message.get("type") == "elicitation.answered":
+                elicitation_wake(str(message.get("elicitation_id", "")))
             elif message.get("type") == "turn.state.request" and isinstance(message.get("reply_to"), str):
                 await _quietly(self.layer.send(message["reply_to"], live.state()))
             elif message.get("type") == "turn.replay.request" and isinstance(message.get("reply_to"), str):

@@ -227,3 +227,96 @@ class ToolCatalog(models.Model):
 
     def __str__(self) -> str:
         return f"{self.server}: {len(self.tools)} tools"
+
+
+class Elicitation(models.Model):
+    """A question an MCP server asked during a tool call (MCP elicitation), and its answer.
+
+    Kept while it waits so any page (any process, after a reload) can show and answer it; the
+    engine of the turn that caused it waits for the answer (`agent.elicitations`). The request and
+    the answer are also in the ledger (`activity`), under the turn's correlation id.
+    """
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "waiting for an answer"
+        ACCEPTED = "accept", "accepted"
+        DECLINED = "decline", "declined"
+        CANCELLED = "cancel", "cancelled"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    correlation_id = models.UUIDField()
+    session = models.ForeignKey(
+        AgentSession, on_delete=models.SET_NULL, related_name="elicitations", null=True, blank=True
+    )
+    actor = models.CharField(max_length=150)
+    activity = models.ForeignKey(Activity, on_delete=models.SET_NULL, related_name="+", null=True, blank=True)
+    tool_use_id = models.CharField(max_length=100, blank=True)
+    server = models.CharField(max_length=100)
+    tool = models.CharField(max_length=200, blank=True)
+    message = RedactedTextField()
+    requested_schema = RedactedJSONField(default=dict)
+    # The schema's fields as Hermes parsed them (`agent.tools.elicitation.ElicitField.to_dict`).
+    fields = RedactedJSONField(default=list)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    content = RedactedJSONField(null=True, blank=True)
+    # Why, when nobody chose the answer (a timeout, no operator in the turn, a form Hermes cannot show).
+    reason = models.TextField(blank=True)
+    answered_by = models.CharField(max_length=150, blank=True)
+    created_at = models.DateTimeField()
+    expires_at = models.DateTimeField()
+    answered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "agent_elicitations"
+        ordering = ["-created_at"]
+        indexes = [
+            models.Index(fields=["status", "-created_at"], name="agent_elicit_status_idx"),
+            models.Index(fields=["correlation_id"], name="agent_elicit_corr_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.server} asks ({self.get_status_display()})"
+
+
+class SearchEntry(models.Model):
+    """One searchable thing an operator may look for later: a question, an answer, or a tool call.
+
+    Written beside the row it indexes (`agent.search.search_index_*`, called from the services), from
+    the text as stored — redacted, so a secret never reaches the index. The full-text index itself
+    is the database's: on PostgreSQL a stored `document` tsvector column with a GIN index, on SQLite
+    the FTS5 table `agent_search_fts` kept in step by triggers (both made by migration 0009, outside
+    the ORM: Django knows neither).
+    """
+
+    class Kind(models.TextChoices):
+        QUESTION = "question"
+        ANSWER = "answer"
+        # Its tool name, arguments and (once the call ends) its result.
+        TOOL = "tool", "tool call"
+
+    # Deleted with its session. The rows it indexes are named by id only: a foreign key each would
+    # add an index to maintain on every write for deletions that only ever happen by session.
+    session = models.ForeignKey(AgentSession, on_delete=models.CASCADE, related_name="+")
+    turn_id = models.UUIDField(null=True, blank=True)
+    message_id = models.BigIntegerField(null=True, blank=True)
+    activity_id = models.BigIntegerField(null=True, blank=True)
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+    # For a tool call: its server and tool, for the filter.
+    server = models.CharField(max_length=100, blank=True)
+    tool = models.CharField(max_length=200, blank=True)
+    # The block's id for a tool call, so a hit can open its chip in the transcript.
+    tool_use_id = models.CharField(max_length=100, blank=True)
+    text = RedactedTextField()
+    created_at = models.DateTimeField()
+
+    class Meta:
+        db_table = "agent_search_entries"
+        verbose_name = "search entry"
+        verbose_name_plural = "search entries"
+        indexes = [
+            models.Index(fields=["activity_id"], name="agent_search_activity_idx"),
+            models.Index(fields=["created_at"], name="agent_search_created_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} of session {self.session_id}"

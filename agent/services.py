@@ -20,6 +20,7 @@ from agent.budget import turn_cost, usage_tokens_total
 from agent.engine.context import SUMMARY_HEADER
 from agent.engine.history import synthetic_tool_results, tool_uses_unanswered
 from agent.models import Activity, AgentSession, Instance, Message, ToolCatalog, Turn
+from agent.search.entries import search_index_message, search_index_tool_call, search_index_tool_result
 from agent.selectors import session_context
 from agent.tools.outcomes import CUTOFF_INTERRUPTED, outcome_unknown_text
 from agent.tools.results import tool_error_record
@@ -228,7 +229,10 @@ def _turn_begin(
     # Counted as running here before the commit, so a sweep in this process between the commit and
     # the turn's task starting cannot take it for an orphan.
     presence.turn_running_add(turn.pk)
-    Message.objects.create(session=session, turn=turn, role=Message.Role.USER, content=[{"type": "text", "text": text}])
+    question = Message.objects.create(
+        session=session, turn=turn, role=Message.Role.USER, content=[{"type": "text", "text": text}]
+    )
+    search_index_message(question)
     session.last_active_at = now
     session.save(update_fields=["title", "model", "last_active_at"])
     # What the model is sent: from the latest summary on, old tool results cleared (engine.context).
@@ -278,7 +282,8 @@ def session_compact(
 
 def message_append(*, session_id: uuid.UUID, turn_id: uuid.UUID, role: str, content: list[dict[str, Any]]) -> None:
     with transaction.atomic():
-        Message.objects.create(session_id=session_id, turn_id=turn_id, role=role, content=content)
+        message = Message.objects.create(session_id=session_id, turn_id=turn_id, role=role, content=content)
+        search_index_message(message)
         now = timezone.now()
         AgentSession.objects.filter(pk=session_id).update(last_active_at=now)
         Turn.objects.filter(pk=turn_id).update(heartbeat_at=now)
@@ -353,25 +358,29 @@ def activity_start(
     Written first so that a crash mid-call leaves a trace: the row says the call went out, and the
     session's next turn can tell the model its outcome is unknown instead of "not run".
     """
-    row = Activity.objects.create(
-        correlation_id=correlation_id,
-        session_id=session_id,
-        actor=actor,
-        tool_use_id=tool_use_id,
-        server=server,
-        tool=tool,
-        arguments=arguments,
-        state=Activity.State.STARTED,
-        started_at=started_at,
-    )
+    with transaction.atomic():
+        row = Activity.objects.create(
+            correlation_id=correlation_id,
+            session_id=session_id,
+            actor=actor,
+            tool_use_id=tool_use_id,
+            server=server,
+            tool=tool,
+            arguments=arguments,
+            state=Activity.State.STARTED,
+            started_at=started_at,
+        )
+        search_index_tool_call(row)
     return row.pk
 
 
 def activity_finish(*, activity_id: int, state: str, result: dict[str, Any], is_error: bool, duration_ms: int) -> None:
     """Complete a `started` row: `ok`/`error` (the tool answered) or `unknown` (cut off in flight)."""
-    Activity.objects.filter(pk=activity_id).update(
-        state=state, result=result, is_error=is_error, duration_ms=duration_ms
-    )
+    with transaction.atomic():
+        Activity.objects.filter(pk=activity_id).update(
+            state=state, result=result, is_error=is_error, duration_ms=duration_ms
+        )
+        search_index_tool_result(activity_id=activity_id, result=result)
 
 
 def activity_record(
@@ -389,20 +398,23 @@ def activity_record(
     started_at: datetime.datetime,
 ) -> Activity:
     """A finished call's row in one write, for an exchange recorded after the fact (`a2a talk`)."""
-    return Activity.objects.create(
-        correlation_id=correlation_id,
-        session_id=session_id,
-        actor=actor,
-        tool_use_id=tool_use_id,
-        server=server,
-        tool=tool,
-        arguments=arguments,
-        result=result,
-        state=Activity.State.ERROR if is_error else Activity.State.OK,
-        is_error=is_error,
-        duration_ms=duration_ms,
-        started_at=started_at,
-    )
+    with transaction.atomic():
+        row = Activity.objects.create(
+            correlation_id=correlation_id,
+            session_id=session_id,
+            actor=actor,
+            tool_use_id=tool_use_id,
+            server=server,
+            tool=tool,
+            arguments=arguments,
+            result=result,
+            state=Activity.State.ERROR if is_error else Activity.State.OK,
+            is_error=is_error,
+            duration_ms=duration_ms,
+            started_at=started_at,
+        )
+        search_index_tool_call(row)
+    return row
 
 
 def tool_catalog_save(*, server: str, target: str, tools: list[dict[str, Any]]) -> None:

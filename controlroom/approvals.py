@@ -10,6 +10,7 @@ from channels.db import database_sync_to_async
 
 from agent import metrics
 from controlroom import services
+from controlroom.card_context import approval_contexts_attach
 from controlroom.models import ApprovalDecision
 from controlroom.oikos import AlreadyDecided, OikosClient, OikosError, OikosRefused
 from controlroom.rail import ApprovalState
@@ -100,6 +101,9 @@ async def approvals_listed() -> tuple[list[ApprovalState], str]:
         approvals.append(approval)
     current = await oikos_relay().approvals_lookup((a.approval_id, a.execution_id) for a in approvals)
     approvals = [current.get(approval.approval_id, approval) for approval in approvals]
+    # Cards the relay has not given a context yet get one now: from the cache, else from Oikos,
+    # bounded in time (HERMES_CARD_CONTEXT_TIMEOUT).
+    await approval_contexts_attach([approval for approval in approvals if approval.context is None])
     approvals.sort(key=lambda a: (not a.pending, a.requested_at))
     return approvals, ""
 

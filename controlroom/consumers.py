@@ -23,10 +23,12 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from agent import metrics
+from agent.elicitations import ELICITATIONS_GROUP, elicitations_pending
 from agent.live import SESSIONS_GROUP, session_group, turn_registry
 from controlroom import fragments, selectors
 from controlroom.approvals import approvals_confirmed, approvals_listed
 from controlroom.identity import operator_name
+from controlroom.investigation_feed import InvestigationFeed, investigation_feed
 from controlroom.rail import ApprovalState
 from controlroom.relay import OikosRelay, oikos_relay
 from controlroom.transcript import ApprovalItem, Change, TurnView, turn_view_replay
@@ -46,14 +48,17 @@ class TurnSync:
 
 
 class ControlRoomConsumer(AsyncWebsocketConsumer):
-    """`/ws/ui/?session=<uuid>&rail=1&sessions=1&approvals=1`: one conversation, the rail, the session
-    list and the approvals page's cards — each optional."""
+    """`/ws/ui/?session=<uuid>&rail=1&sessions=1&approvals=1&investigations=1`: one conversation, the
+    rail, the session list, the approvals page's cards and the investigations page's list — each
+    optional. Every socket announces a new investigation."""
 
     session_id: uuid.UUID | None
     with_rail: bool
     with_approvals: bool
     with_sessions: bool
+    with_investigations: bool
     relay: OikosRelay
+    feed: InvestigationFeed
 
     async def connect(self) -> None:
         if operator_name(self.scope) is None:
@@ -64,6 +69,7 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
         self.with_rail = query.get("rail", [""])[0] == "1"
         self.with_approvals = query.get("approvals", [""])[0] == "1"
         self.with_sessions = query.get("sessions", [""])[0] == "1"
+        self.with_investigations = query.get("investigations", [""])[0] == "1"
         self.turns: dict[str, TurnSync] = {}
         self.inline_approvals: dict[str, ApprovalItem] = {}
         self.forms_shown: set[str] = set()
@@ -74,10 +80,16 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
             await self.channel_layer.group_add(session_group(self.session_id), self.channel_name)
         if self.with_sessions:
             await self.channel_layer.group_add(SESSIONS_GROUP, self.channel_name)
+        self.elicitations_shown: list[str] | None = None
+        if self.with_rail:
+            await self.channel_layer.group_add(ELICITATIONS_GROUP, self.channel_name)
         # Every page follows Oikos (inline approval cards follow their execution); only the home
         # page draws the rail.
         self.relay = oikos_relay()
         await self.relay.subscribe(self.channel_name)
+        # Every page announces an investigation Hermes opens (controlroom/investigation_feed.py).
+        self.feed = investigation_feed()
+        await self.feed.subscribe(self.channel_name)
         await self._snapshot()
 
     async def disconnect(self, code: int) -> None:
@@ -89,8 +101,12 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
             await self.channel_layer.group_discard(session_group(session_id), self.channel_name)
         if getattr(self, "with_sessions", False):
             await self.channel_layer.group_discard(SESSIONS_GROUP, self.channel_name)
+        if getattr(self, "with_rail", False):
+            await self.channel_layer.group_discard(ELICITATIONS_GROUP, self.channel_name)
         if hasattr(self, "relay"):
             await self.relay.unsubscribe(self.channel_name)
+        if hasattr(self, "feed"):
+            await self.feed.unsubscribe(self.channel_name)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         """Nothing is accepted from the browser on this socket; actions are POSTs with CSRF."""
@@ -110,9 +126,16 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
             self._approvals_note(view)
         approvals = await self._approvals_current(self.inline_approvals.values())
         parts = [fragments.transcript_replace(views, approvals) if self.session_id else ""]
+        if self.session_id is not None:
+            # An investigation's card as it is now (the escalation may have been stored since the
+            # page was served); later changes come as `investigation.news`.
+            card = await database_sync_to_async(selectors.session_escalation)(session_id=self.session_id)
+            if card is not None:
+                parts.append(fragments.escalation_replace(card))
         parts.append(fragments.turn_controls(self._running()))
         if self.with_rail:
             parts.append(fragments.rail_replace(self.relay.state))
+            parts.append(await self._elicitations_if_changed())
         listed: list[ApprovalState] = []
         if self.with_approvals:
             # Drawn again: an approval raised between the page's render and this socket shows too.
@@ -124,6 +147,25 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
         self.forms_shown = {approval.approval_id for approval in shown}
         parts.append(fragments.approval_forms_replace(shown))
         await self.send(text_data="".join(parts))
+
+    # --- MCP servers' questions (elicitations) in the rail -----------------------------------------
+
+    async def elicitations_changed(self, message: dict[str, Any]) -> None:
+        """A question was asked or answered somewhere: redraw the rail's questions if the set changed.
+
+        Only a change of the set redraws: a redraw would wipe what the operator is typing in a form.
+        """
+        html = await self._elicitations_if_changed()
+        if html:
+            await self.send(text_data=html)
+
+    async def _elicitations_if_changed(self) -> str:
+        pending = await database_sync_to_async(elicitations_pending)()
+        ids = [item.id for item in pending]
+        if ids == self.elicitations_shown:
+            return ""
+        self.elicitations_shown = ids
+        return fragments.elicitations_replace(pending)
 
     # --- turn events (from the registry of whichever process runs the turn) ------------------------
 
@@ -212,6 +254,42 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
     async def sessions_changed(self, message: dict[str, Any]) -> None:
         """A session started or finished a turn: the page refetches its list, keeping its search."""
         await self.send(text_data=fragments.session_list_refresh(current=str(self.session_id or "")))
+
+    # --- investigations ---------------------------------------------------------------------------
+
+    async def investigation_news(self, message: dict[str, Any]) -> None:
+        """Investigations opened or changed (in any process): announced, and every list showing them
+        fetched again; the escalation card of the session this page shows is redrawn."""
+        opened, changed = list(message.get("opened", [])), list(message.get("changed", []))
+        parts = [fragments.investigation_announce(news) for news in opened]
+        if self.with_sessions:
+            parts.append(fragments.session_list_refresh(current=str(self.session_id or "")))
+        if self.with_investigations:
+            parts.append(fragments.investigation_list_refresh())
+        mine = [news for news in changed if news["session_id"] == str(self.session_id or "")]
+        if mine:
+            card = await database_sync_to_async(selectors.session_escalation)(session_id=self.session_id)
+            if card is not None:
+                parts.append(fragments.escalation_replace(card))
+        await self.send(text_data="".join(parts))
+        if any(news["escalated"] for news in mine):
+            await self._finished_turns_redraw()
+
+    async def _finished_turns_redraw(self) -> None:
+        """The investigation's turn is over (its escalation is stored): draw it from the database.
+
+        Its live events reach this socket only through a shared channel layer; the watcher that ran
+        it is another process, so with the in-memory layer they never came. A turn this socket
+        already drew finished is left as it is.
+        """
+        assert self.session_id is not None
+        views = await database_sync_to_async(selectors.session_turn_views)(session_id=self.session_id)
+        for view in views:
+            sync = self.turns.get(view.turn_id)
+            if view.running or (sync is not None and sync.view is not None and not sync.view.running):
+                continue
+            self.turns[view.turn_id] = TurnSync(view=view, in_page=sync.in_page if sync else False)
+            await self._redraw(self.turns[view.turn_id])
 
     # --- the rail ---------------------------------------------------------------------------------
 

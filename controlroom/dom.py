@@ -10,6 +10,8 @@ from __future__ import annotations
 import hashlib
 import uuid
 
+from django.urls import reverse
+
 
 def dom_key(untrusted: str) -> str:
     """A stable, selector-safe key for an untrusted identifier."""
@@ -53,3 +55,18 @@ def decide_form_dom_id(approval_id: str, decision: str) -> str:
     if decision not in ("approve", "deny"):
         raise ValueError(f"unknown decision {decision!r}")
     return f"decide-{dom_key(approval_id)}-{decision}"
+
+
+def elicitation_dom_id(elicitation_id: str | uuid.UUID, place: str) -> str:
+    """An elicitation's card (`place`: `chat` in the conversation, `rail` in the rail); the id is Hermes's own."""
+    if place not in ("chat", "rail"):
+        raise ValueError(f"unknown place {place!r}")
+    return f"elicit-{place}-{uuid.UUID(str(elicitation_id))}"
+
+
+def turn_link(session_id: uuid.UUID, turn_id: uuid.UUID | None, tool_use_id: str = "") -> str:
+    """The session's page, scrolled to the turn (or to one of its tool calls, by its tool_use id)."""
+    page = reverse("controlroom:session", kwargs={"session_id": session_id})
+    if turn_id is None:
+        return page
+    return f"{page}#{chip_dom_id(turn_id, tool_use_id) if tool_use_id else turn_dom_id(turn_id)}"

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import datetime
+
 from django import forms
 from django.conf import settings
 from django.core.validators import RegexValidator
 
 from agent.models import Activity
+from agent.search.query import LIMIT_MAX, QUERY_MAX_CHARS, SearchFilters
+from watch.models import Investigation
 
 PLACES = (("home", "home"), ("drawer", "drawer"))
 # Oikos ids look like apr-0001 / exe-0001; anything else is refused before it reaches Oikos.
@@ -46,3 +50,39 @@ class LedgerFilterForm(forms.Form):
     only_errors = forms.BooleanField(required=False)
     state = forms.ChoiceField(choices=[("", "any"), *Activity.State.choices], required=False)
     page = forms.IntegerField(min_value=1, required=False)
+
+
+class InvestigationFilterForm(forms.Form):
+    entity = forms.CharField(max_length=200, required=False)
+    state = forms.ChoiceField(choices=[("", "any"), *Investigation.State.choices], required=False)
+    kind = forms.CharField(max_length=100, required=False)
+    page = forms.IntegerField(min_value=1, required=False)
+
+
+class SearchForm(forms.Form):
+    q = forms.CharField(max_length=QUERY_MAX_CHARS, required=False, strip=True)
+    since = forms.DateField(required=False)
+    # Inclusive: hits up to the end of this day (UTC).
+    until = forms.DateField(required=False)
+    actor = forms.CharField(max_length=150, required=False, strip=True)
+    origin = forms.CharField(max_length=20, required=False, strip=True)
+    tool = forms.CharField(max_length=200, required=False, strip=True)
+
+    def filters(self) -> SearchFilters:
+        """The search this form asks for (call after `is_valid()`)."""
+        data = self.cleaned_data
+        since: datetime.date | None = data["since"]
+        until: datetime.date | None = data["until"]
+        return SearchFilters(
+            query=data["q"],
+            since=datetime.datetime.combine(since, datetime.time(), tzinfo=datetime.UTC) if since else None,
+            until=(
+                datetime.datetime.combine(until, datetime.time(), tzinfo=datetime.UTC) + datetime.timedelta(days=1)
+                if until
+                else None
+            ),
+            actor=data["actor"],
+            origin=data["origin"],
+            tool=data["tool"],
+            limit=LIMIT_MAX,
+        )

@@ -17,6 +17,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from controlroom import dom
 from controlroom.rail import ApprovalState, RailState
+from controlroom.selectors import EscalationCard
 from controlroom.transcript import ApprovalItem, Change, Item, TextItem, ThinkingItem, TurnView
 
 Approvals = dict[str, ApprovalState]
@@ -121,3 +122,25 @@ def approval_forms_replace(approvals: Iterable[ApprovalState | ApprovalItem]) ->
 def approval_forms_append(approvals: Iterable[ApprovalState | ApprovalItem]) -> str:
     inner = _render("approval_forms.html", {"approvals": list(approvals)})
     return format_html('<div hx-swap-oob="beforeend:#approval-forms">{}</div>', inner)
+
+
+def investigation_announce(news: dict[str, Any]) -> str:
+    """A notice on top of the page: "Hermes opened an investigation: <title>", linking to it."""
+    inner = _render("investigation_notice.html", {"news": news})
+    return format_html('<div hx-swap-oob="afterbegin:#notices">{}</div>', inner)
+
+
+def investigation_list_refresh() -> str:
+    """An element that, once swapped in, makes the investigations page fetch its list again, with
+    the filters and page it shows (the server does not know them)."""
+    return _render("investigation_refresh.html", {})
+
+
+def escalation_replace(card: EscalationCard) -> str:
+    return _render("escalation_card.html", {"escalation": card, "oob": True})
+
+
+def elicitations_replace(pending: list[Any]) -> str:
+    """The rail's questions from MCP servers (`agent.elicitations.PendingElicitation`), with their forms."""
+    inner = _render("elicitations.html", {"elicitations": pending})
+    return format_html('<div hx-swap-oob="innerHTML:#elicitations">{}</div>', inner)

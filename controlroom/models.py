@@ -1,4 +1,5 @@
-"""What the control room itself remembers: every approval decision attempted.
+"""What the control room itself remembers: every approval decision attempted, and what Oikos said
+about the targets of approval cards (a short-lived cache, `TargetContext`).
 
 Oikos is the authority on approvals; this is Hermes's own audit of who pressed Approve or Deny,
 when, and what Oikos answered (including "already decided" and failures to reach it) — and of the
@@ -44,3 +45,29 @@ class ApprovalDecision(models.Model):
 
     def __str__(self) -> str:
         return f"{self.operator} {self.decision} {self.approval_id}: {self.outcome}"
+
+
+class TargetContext(models.Model):
+    """What an approval card says about its target, as Oikos answered when a card last asked.
+
+    Fetched by Hermes (never by the model) when a card is raised, and kept for
+    `HERMES_CARD_CONTEXT_TTL` seconds so that drawing cards — every rail redraw, every page, every
+    process — does not call Oikos again. A failed fetch is stored too (with `problem`), for a
+    shorter while, so an Oikos that is down does not slow every page down.
+    """
+
+    target = models.CharField(max_length=200, primary_key=True)
+    # `[{slug, depth, via, type, health}]`, nearest first, as Oikos's blast radius lists them.
+    blast_radius = models.JSONField(default=list)
+    # `[{execution_id, action, status, requested_by, requested_at, finished_at}]`, newest first.
+    executions = models.JSONField(default=list)
+    # Why the blast radius or the executions are missing ("" when both came back).
+    blast_problem = models.TextField(blank=True)
+    executions_problem = models.TextField(blank=True)
+    fetched_at = models.DateTimeField()
+
+    class Meta:
+        db_table = "controlroom_target_contexts"
+
+    def __str__(self) -> str:
+        return f"{self.target} @ {self.fetched_at:%Y-%m-%d %H:%M:%S}"

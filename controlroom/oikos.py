@@ -146,6 +146,22 @@ class OikosClient:
     async def execution(self, execution_id: str) -> dict[str, Any]:
         return await self._json("GET", f"/executions/{_segment(execution_id)}")
 
+    async def executions_recent(self, *, target: str, limit: int = 5) -> list[dict[str, Any]]:
+        """The latest executions on `target`, newest first (each as `GET /executions/<id>` shows it)."""
+        body = await self._json("GET", "/executions", params={"target": target, "limit": limit})
+        executions = body.get("executions")
+        if not isinstance(executions, list):
+            raise OikosUnavailable("Oikos answered /executions without an executions list.")
+        return [item for item in executions if isinstance(item, dict)]
+
+    async def blast_radius(self, slug: str, *, depth: int = 3) -> list[dict[str, Any]]:
+        """What breaks if `slug` goes down, nearest first: `{slug, depth, via, type, health}` each."""
+        body = await self._json("GET", f"/entities/{_segment(slug)}/blast-radius", params={"depth": depth})
+        entries = body.get("entries")
+        if not isinstance(entries, list):
+            raise OikosUnavailable("Oikos answered the blast radius without an entries list.")
+        return [item for item in entries if isinstance(item, dict)]
+
     # --- decisions -------------------------------------------------------------------------------
 
     async def approval_decide(

@@ -11,6 +11,7 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from controlroom.cards import CardContext
 from controlroom.oikos import OikosEvent
 
 RECENT_EVENTS = 30
@@ -42,6 +43,8 @@ class ApprovalState:
     execution_status: str = "proposed"
     message: str = ""
     changed_at: float = field(default_factory=time.monotonic)
+    # Why it was asked, where, and what is at stake (`controlroom.card_context`); None until loaded.
+    context: CardContext | None = None
 
     @property
     def pending(self) -> bool:

@@ -21,6 +21,10 @@ relay's state directly (same process) and render it.
 
 The relay runs while at least one control room is open, and lingers a little after the last one
 closes so a page reload does not reconnect to Oikos.
+
+Each approval the relay hears of gets its card's context (`controlroom.card_context`) loaded in a
+task of its own, after which its cards are redrawn: the event stream is never held up by it, and a
+card is drawn at once, its context following a moment later.
 """
 
 from __future__ import annotations
@@ -34,7 +38,10 @@ from collections.abc import Iterable
 from typing import Any
 
 from channels.layers import BaseChannelLayer, get_channel_layer
+from django.conf import settings
+from django.utils import timezone
 
+from controlroom.card_context import approval_contexts_attach
 from controlroom.oikos import OikosClient, OikosError, oikos_config
 from controlroom.rail import ApprovalState, RailState
 
@@ -45,6 +52,10 @@ LINGER_SECONDS = 60.0
 RETRY_FIRST_SECONDS = 1.0
 RETRY_MAX_SECONDS = 30.0
 LOOKUP_SECONDS = 3.0
+# Oikos announces an approval while `request_execution` is still answering, before Hermes's ledger
+# holds the call's result: the turn that raised it is looked for again a few times.
+ORIGIN_ATTEMPTS = 5
+ORIGIN_RETRY_SECONDS = 0.5
 
 
 class OikosRelay:
@@ -63,6 +74,7 @@ class OikosRelay:
         self._health_task: asyncio.Task[None] | None = None
         self._changed: set[str] = set()
         self._dirty = False
+        self._contexts_loading: set[str] = set()
         self._tasks: set[asyncio.Task[None]] = set()
         self.connected = asyncio.Event()
 
@@ -120,6 +132,7 @@ class OikosRelay:
                     approval = self.state.approval_from_execution(detail)
                     if approval is not None:
                         found[approval.approval_id] = approval
+        self._contexts_ensure(found)
         return found
 
     def approval_note(self, approval: dict[str, Any]) -> set[str]:
@@ -189,9 +202,43 @@ class OikosRelay:
             return
         self._changed_mark(())
 
+    # --- card contexts ----------------------------------------------------------------------------
+
+    def _contexts_ensure(self, approval_ids: Iterable[str]) -> None:
+        """Load the context of approvals whose cards have none yet (or one older than the TTL, so a
+        card waiting for hours still lists what ran since), off the event stream's path."""
+        wanted = [
+            approval
+            for approval_id in approval_ids
+            if (approval := self.state.approvals.get(approval_id)) is not None
+            and _context_stale(approval)
+            and approval_id not in self._contexts_loading
+        ]
+        if wanted:
+            self._contexts_loading.update(approval.approval_id for approval in wanted)
+            self._spawn(self._contexts_load(wanted))
+
+    async def _contexts_load(self, wanted: list[ApprovalState]) -> None:
+        approvals = wanted
+        try:
+            for attempt in range(ORIGIN_ATTEMPTS):
+                await approval_contexts_attach(approvals)
+                self._changed_mark(approval.approval_id for approval in approvals)
+                # Only Hermes's own requests have a turn to find; others stop here.
+                approvals = [a for a in approvals if a.context and a.context.origin is None and _by_agent(a)]
+                if not approvals or attempt == ORIGIN_ATTEMPTS - 1:
+                    break
+                await asyncio.sleep(ORIGIN_RETRY_SECONDS)
+        except Exception:  # a card without context still decides; the relay must go on
+            logger.exception("Oikos relay: loading approval card context failed")
+        finally:
+            self._contexts_loading.difference_update(approval.approval_id for approval in wanted)
+
     # --- telling the consumers -------------------------------------------------------------------
 
     def _changed_mark(self, approval_ids: Iterable[str]) -> None:
+        approval_ids = set(approval_ids)
+        self._contexts_ensure(approval_ids)
         self._changed.update(approval_ids)
         self._dirty = True
         if self._flush_task is None or self._flush_task.done():
@@ -223,6 +270,20 @@ class OikosRelay:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return task
+
+
+def _context_stale(approval: ApprovalState) -> bool:
+    if approval.context is None:
+        return True
+    # Loading marks the card changed, which asks again here: only a context that has aged counts.
+    facts = approval.context.facts
+    if facts is None or facts.fetched_at is None:
+        return False
+    return (timezone.now() - facts.fetched_at).total_seconds() >= settings.HERMES_CARD_CONTEXT_TTL
+
+
+def _by_agent(approval: ApprovalState) -> bool:
+    return approval.requested_by.startswith("agent:")
 
 
 class OikosClientProblem(Exception):

@@ -23,10 +23,20 @@ from agent import selectors as agent_selectors
 from agent.budget import spend_today
 from agent.engine.approvals import REQUEST_EXECUTION, approval_from_result
 from agent.engine.loop import PREVIEW_CHARS
-from agent.models import Activity, AgentSession, Message, Turn
+from agent.models import Activity, AgentSession, Elicitation, Message, Turn
 from agent.selectors import ContextInUse
-from controlroom.models import ApprovalDecision
-from controlroom.transcript import ApprovalItem, NoticeItem, TextItem, ThinkingItem, ToolItem, TurnView
+from agent.tools.config import oikos_server_name
+from controlroom.cards import CardOrigin, TargetFacts
+from controlroom.models import ApprovalDecision, TargetContext
+from controlroom.transcript import (
+    ApprovalItem,
+    ElicitationItem,
+    NoticeItem,
+    TextItem,
+    ThinkingItem,
+    ToolItem,
+    TurnView,
+)
 from watch.models import Investigation
 
 SESSION_TURNS_SHOWN = 200
@@ -175,6 +185,7 @@ def session_turn_views(*, session_id: uuid.UUID, limit: int = SESSION_TURNS_SHOW
         messages[turn_id].append((role, content if isinstance(content, list) else []))
     calls = {row.tool_use_id: row for row in Activity.objects.filter(correlation_id__in=turn_ids) if row.tool_use_id}
     views = [_turn_view(turn, messages[turn.id], calls) for turn in turns]
+    _elicitations_place(views)
     summaries = _summaries_before(session_id=session_id, first_ids=first_ids)
     for view in views:
         view.summary_before = summaries.get(uuid.UUID(view.turn_id), "")
@@ -188,10 +199,42 @@ def turn_view(*, turn_id: uuid.UUID) -> TurnView | None:
     rows = list(_people_messages().filter(turn_id=turn_id).order_by("id").values_list("id", "role", "content"))
     calls = {row.tool_use_id: row for row in Activity.objects.filter(correlation_id=turn_id) if row.tool_use_id}
     view = _turn_view(turn, [(role, content) for _id, role, content in rows], calls)
+    _elicitations_place([view])
     if rows:
         summaries = _summaries_before(session_id=turn.session_id, first_ids={turn.id: rows[0][0]})
         view.summary_before = summaries.get(turn.id, "")
     return view
+
+
+def _elicitations_place(views: list[TurnView]) -> None:
+    """Put each turn's MCP questions (elicitations) right after the tool call that asked them."""
+    by_turn: dict[str, list[Elicitation]] = defaultdict(list)
+    rows = Elicitation.objects.filter(correlation_id__in=[view.turn_id for view in views]).order_by("created_at")
+    for row in rows:
+        by_turn[str(row.correlation_id)].append(row)
+    for view in views:
+        for row in by_turn.get(view.turn_id, []):
+            item = ElicitationItem(
+                id=str(row.pk),
+                server=row.server,
+                tool=row.tool,
+                message=row.message,
+                fields=list(row.fields),
+                status=row.status,
+                content=row.content,
+                reason=row.reason,
+                answered_by=row.answered_by,
+                expires_at=row.expires_at.isoformat(),
+            )
+            after = next(
+                (
+                    index
+                    for index, shown in enumerate(view.items)
+                    if isinstance(shown, ToolItem) and shown.tool_use_id == row.tool_use_id
+                ),
+                len(view.items) - 1,
+            )
+            view.items.insert(after + 1, item)
 
 
 def _people_messages() -> QuerySet[Message]:
@@ -332,17 +375,17 @@ def _tool_result_apply(view: TurnView, block: dict[str, Any]) -> None:
         server=tool.server, tool=tool.tool, tool_use_id=tool.tool_use_id, structured=structured
     )
     if approval is not None:
-        view.items.append(
-            ApprovalItem(
-                approval_id=approval.approval_id,
-                execution_id=approval.execution_id,
-                target=approval.target,
-                action=approval.action,
-                risk_class=approval.risk_class,
-                status=approval.status,
-                message=approval.message,
-            )
+        item = ApprovalItem(
+            approval_id=approval.approval_id,
+            execution_id=approval.execution_id,
+            target=approval.target,
+            action=approval.action,
+            risk_class=approval.risk_class,
+            status=approval.status,
+            message=approval.message,
         )
+        view.approval_origin_note(item, tool.tool_use_id)
+        view.items.append(item)
 
 
 # --- the ledger ------------------------------------------------------------------------------------
@@ -396,5 +439,77 @@ def ledger_choices() -> dict[str, list[str]]:
     }
 
 
+def session_origins() -> list[str]:
+    """Where the stored sessions were opened (ui, api, cli, signal, ...), for the search filter."""
+    return list(AgentSession.objects.order_by("origin").values_list("origin", flat=True).distinct())
+
+
 def approval_decisions_recent(*, limit: int = 50) -> list[ApprovalDecision]:
     return list(ApprovalDecision.objects.order_by("-decided_at", "-id")[:limit])
+
+
+# --- approval cards ----------------------------------------------------------------------------------
+
+
+def approval_origins(*, approval_ids: list[str]) -> dict[str, CardOrigin]:
+    """The turns whose `request_execution` raised these approvals, by approval id.
+
+    Found in the ledger: the call's row keeps the arguments (the model's `reason`) and the result
+    (the approval id Oikos answered). An approval raised outside Hermes has no origin.
+    """
+    if not approval_ids:
+        return {}
+    calls = (
+        Activity.objects.filter(
+            tool=REQUEST_EXECUTION,
+            server=oikos_server_name(),
+            result__structured_content__approval_id__in=approval_ids,
+        )
+        .exclude(session=None)
+        .values_list("correlation_id", "session_id", "arguments", "result")
+    )
+    found: dict[uuid.UUID, tuple[str, uuid.UUID, str]] = {}
+    for turn_id, session_id, arguments, result in calls:
+        structured = result.get("structured_content") if isinstance(result, dict) else None
+        approval_id = str(structured.get("approval_id", "")) if isinstance(structured, dict) else ""
+        reason = arguments.get("reason") if isinstance(arguments, dict) else None
+        found[turn_id] = (approval_id, session_id, reason if isinstance(reason, str) else "")
+    questions: dict[uuid.UUID, str] = {}
+    rows = (
+        _people_messages()
+        .filter(turn_id__in=list(found), role=Message.Role.USER)
+        .order_by("id")
+        .values_list("turn_id", "content")
+    )
+    for turn_id, content in rows:
+        questions.setdefault(turn_id, _text_of(content if isinstance(content, list) else []))
+    return {
+        approval_id: CardOrigin(
+            session_id=str(session_id), turn_id=str(turn_id), question=questions.get(turn_id, ""), reason=reason
+        )
+        for turn_id, (approval_id, session_id, reason) in found.items()
+        if approval_id
+    }
+
+
+def target_facts_cached(*, targets: list[str], ttl: float, failure_ttl: float) -> dict[str, TargetFacts]:
+    """What Oikos said about these targets, where it is recent enough to show without asking again.
+
+    A failed answer is kept for `failure_ttl` only: long enough that an Oikos that is down does not
+    slow every page, short enough that the card recovers soon after it is back.
+    """
+    now = timezone.now()
+    found: dict[str, TargetFacts] = {}
+    for row in TargetContext.objects.filter(target__in=targets):
+        failed = bool(row.blast_problem or row.executions_problem)
+        if (now - row.fetched_at).total_seconds() >= (min(ttl, failure_ttl) if failed else ttl):
+            continue
+        found[row.target] = TargetFacts(
+            target=row.target,
+            blast_radius=list(row.blast_radius or []),
+            executions=list(row.executions or []),
+            blast_problem=row.blast_problem,
+            executions_problem=row.executions_problem,
+            fetched_at=row.fetched_at,
+        )
+    return found

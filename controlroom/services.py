@@ -6,9 +6,24 @@ import logging
 import threading
 import time
 
-from controlroom.models import ApprovalDecision
+from controlroom.cards import TargetFacts
+from controlroom.models import ApprovalDecision, TargetContext
 
 logger = logging.getLogger(__name__)
+
+
+def target_facts_store(*, facts: TargetFacts) -> None:
+    """Keep what Oikos said about a card's target, replacing the previous answer."""
+    TargetContext.objects.update_or_create(
+        target=facts.target,
+        defaults={
+            "blast_radius": facts.blast_radius,
+            "executions": facts.executions,
+            "blast_problem": facts.blast_problem,
+            "executions_problem": facts.executions_problem,
+            "fetched_at": facts.fetched_at,
+        },
+    )
 
 
 def approval_decision_record(

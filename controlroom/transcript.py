@@ -12,7 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-ItemKind = Literal["text", "thinking", "tool", "approval", "notice"]
+from controlroom.cards import CardContext, card_origin_of_turn
+
+ItemKind = Literal["text", "thinking", "tool", "approval", "elicitation", "notice"]
 
 
 @dataclass
@@ -70,8 +72,11 @@ class ApprovalItem:
 
     # The same reading surface as the rail's `ApprovalState`, so one card template shows either.
     requested_by: str = ""
+    requested_at: str = ""
     reason: str = ""
     decided_by: str = ""
+    # The turn it was raised in (known here), then what Oikos says about the target once loaded.
+    context: CardContext | None = None
     # Oikos has been asked about this approval; a card still drawn from this record was not
     # confirmed (unknown to Oikos, or Oikos unreachable). Until then the card says it is checking.
     checked: bool = False
@@ -90,13 +95,34 @@ class ApprovalItem:
 
 
 @dataclass
+class ElicitationItem:
+    """An MCP server's question during a tool call, and its answer once given (`status`)."""
+
+    id: str
+    server: str
+    tool: str
+    message: str
+    fields: list[dict[str, Any]]
+    status: str = "pending"
+    content: dict[str, Any] | None = None
+    reason: str = ""
+    answered_by: str = ""
+    expires_at: str = ""
+    kind: ItemKind = "elicitation"
+
+    @property
+    def pending(self) -> bool:
+        return self.status == "pending"
+
+
+@dataclass
 class NoticeItem:
     code: str
     message: str
     kind: ItemKind = "notice"
 
 
-Item = TextItem | ThinkingItem | ToolItem | ApprovalItem | NoticeItem
+Item = TextItem | ThinkingItem | ToolItem | ApprovalItem | ElicitationItem | NoticeItem
 
 ChangeKind = Literal["item_new", "text_append", "item_update", "finished"]
 
@@ -152,6 +178,16 @@ class TurnView:
                 return item
         return None
 
+    def approval_origin_note(self, approval: ApprovalItem, tool_use_id: str) -> None:
+        """A card raised in this turn: its origin is this turn, its reason the call's `reason`."""
+        tool = self.tool_item(tool_use_id)
+        arguments = tool.input if tool is not None else {}
+        origin = card_origin_of_turn(
+            session_id=self.session_id, turn_id=self.turn_id, question=self.question, arguments=arguments
+        )
+        approval.reason = approval.reason or origin.reason
+        approval.context = CardContext(origin=origin)
+
     def approvals(self) -> list[ApprovalItem]:
         return [item for item in self.items if isinstance(item, ApprovalItem)]
 
@@ -201,8 +237,11 @@ class TurnView:
                 status=str(event.get("status", "proposed")),
                 message=str(event.get("message", "")),
             )
+            self.approval_origin_note(approval, str(event.get("tool_use_id", "")))
             self.items.append(approval)
             return [Change("item_new", approval)]
+        if kind == "elicitation":
+            return self._elicitation(event)
         if kind == "error":
             notice = NoticeItem(code=str(event.get("code", "")), message=str(event.get("message", "")))
             self.items.append(notice)
@@ -265,6 +304,32 @@ class TurnView:
             return []
         item.text += chunk
         return [Change("text_append", item, chunk=chunk)]
+
+    def _elicitation(self, event: dict[str, Any]) -> list[Change]:
+        fields = event.get("fields")
+        content = event.get("content")
+        update = {
+            "status": str(event.get("status") or "pending"),
+            "content": content if isinstance(content, dict) else None,
+            "reason": str(event.get("reason", "")),
+            "answered_by": str(event.get("answered_by", "")),
+        }
+        for item in self.items:
+            if isinstance(item, ElicitationItem) and item.id == str(event.get("id", "")):
+                for name, value in update.items():
+                    setattr(item, name, value)
+                return [Change("item_update", item)]
+        new = ElicitationItem(
+            id=str(event.get("id", "")),
+            server=str(event.get("server", "")),
+            tool=str(event.get("tool", "")),
+            message=str(event.get("message", "")),
+            fields=[field for field in fields if isinstance(field, dict)] if isinstance(fields, list) else [],
+            expires_at=str(event.get("expires_at", "")),
+            **update,  # type: ignore[arg-type]
+        )
+        self.items.append(new)
+        return [Change("item_new", new)]
 
     def _close_open_blocks(self) -> list[TextItem | ThinkingItem]:
         closed: list[TextItem | ThinkingItem] = []

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from controlroom.views import approvals, chat, pages
+from controlroom.views import approvals, chat, elicitations, investigations, pages, search
 
 app_name = "controlroom"
 
@@ -15,7 +15,11 @@ urlpatterns = [
     path("sessions/", pages.sessions_page, name="sessions"),
     path("sessions/nav/", chat.sessions_nav, name="sessions_nav"),
     path("ledger/", pages.ledger, name="ledger"),
+    path("investigations/", investigations.investigations_page, name="investigations"),
+    path("investigations/list/", investigations.investigations_list, name="investigations_list"),
+    path("search/", search.search_page, name="search"),
     path("budget/meter/", pages.budget_meter, name="budget_meter"),
     path("approvals/", approvals.approvals_page, name="approvals"),
     path("approvals/decide/", approvals.decide, name="approval_decide"),
+    path("elicitations/<uuid:elicitation_id>/", elicitations.answer, name="elicitation_answer"),
 ]

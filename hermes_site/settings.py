@@ -273,6 +273,9 @@ HERMES_MAX_ITERATIONS = env_int("HERMES_MAX_ITERATIONS", 15, minimum=1)
 HERMES_MAX_TOKENS = env_int("HERMES_MAX_TOKENS", 16_000, minimum=1)
 HERMES_TURN_TOKEN_BUDGET = env_int("HERMES_TURN_TOKEN_BUDGET", 400_000, minimum=1)
 HERMES_TURN_TIMEOUT = env_float("HERMES_TURN_TIMEOUT", 600.0, minimum=1.0)
+# How long an MCP server's question (elicitation) waits for an operator before Hermes cancels it.
+# The wait also ends before the tool call's own `timeout` (the call would fail anyway).
+HERMES_ELICITATION_TIMEOUT = env_float("HERMES_ELICITATION_TIMEOUT", 300.0, minimum=1.0)
 HERMES_TOOL_RESULT_MAX_CHARS = env_int("HERMES_TOOL_RESULT_MAX_CHARS", 20_000, minimum=200)
 # What the ledger stores of one tool result: its text, once, up to this many characters (head and
 # tail, with a marker saying how much was cut). 2 million is 100 times what the model is shown, more
@@ -313,6 +316,10 @@ OIKOS_API_TOKEN = env_str("OIKOS_API_TOKEN")
 # Oikos's own ledger page; `{correlation_id}` in it is replaced, otherwise `?correlation_id=` is added.
 OIKOS_LEDGER_URL = env_str("OIKOS_LEDGER_URL")
 OIKOS_API_TIMEOUT = env_float("OIKOS_API_TIMEOUT", 10.0, minimum=0.5)
+# Approval cards: how long what Oikos said about a card's target (blast radius, recent executions)
+# is reused before asking again, and how long one fetch may take before the card says "unavailable".
+HERMES_CARD_CONTEXT_TTL = env_float("HERMES_CARD_CONTEXT_TTL", 60.0, minimum=0.0)
+HERMES_CARD_CONTEXT_TIMEOUT = env_float("HERMES_CARD_CONTEXT_TIMEOUT", 2.0, minimum=0.1)
 
 # --- HTTP API --------------------------------------------------------------------------------------
 
@@ -464,6 +471,11 @@ HERMES_WATCH_HOURLY_CAP = env_int("HERMES_WATCH_HOURLY_CAP", 6, minimum=1)
 # A JSON file with any of the keys kinds, min_severity, include, exclude, cooldown_seconds,
 # hourly_cap: it overrides the variables above (read when the watcher starts).
 HERMES_WATCH_POLICY_FILE = env_str("HERMES_WATCH_POLICY_FILE")
+# A watcher starting on an empty database (no stored position) and Oikos's backlog: `skip` records
+# the events raised before it started without investigating them (start from now); `replay`
+# investigates those raised within HERMES_WATCH_BACKLOG_MAX_AGE_SECONDS before it started.
+HERMES_WATCH_BACKLOG = env_choice("HERMES_WATCH_BACKLOG", "skip", ("skip", "replay"))
+HERMES_WATCH_BACKLOG_MAX_AGE_SECONDS = env_float("HERMES_WATCH_BACKLOG_MAX_AGE_SECONDS", 3600.0, minimum=0.0)
 # Investigations are read-only unless this is true: then `request_execution` is offered, and
 # what it requests still waits for an operator's approval in Oikos.
 HERMES_INVESTIGATIONS_MAY_PROPOSE = env_bool("HERMES_INVESTIGATIONS_MAY_PROPOSE", False)

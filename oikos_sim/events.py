@@ -80,11 +80,12 @@ class EventBus:
         self._subscribers: set[Subscription] = set()
         self.closed = False
 
-    def publish(self, type: str, data: dict[str, Any]) -> Event:
+    def publish(self, type: str, data: dict[str, Any], *, at: datetime | None = None) -> Event:
+        """Publish an event raised now, or at `at` (a backlog of history, for tests and demos)."""
         if type not in EVENT_TYPES:
             raise ValueError(f"unknown event type {type!r}")
         with self._lock:
-            event = Event(self._next_id, type, utc_now(), data)
+            event = Event(self._next_id, type, at or utc_now(), data)
             self._next_id += 1
             self._backlog.append(event)
             subscribers = list(self._subscribers)

@@ -286,6 +286,12 @@ class ExecutionDesk:
             raise NotFound(f"No approval {approval_id!r}.")
         return approval
 
+    def executions_recent(self, *, target: str = "", limit: int = 10) -> list[Execution]:
+        """The latest executions, newest first; only those of `target` when given."""
+        with self.lock:
+            chosen = [e for e in self.executions.values() if not target or e.target == target.strip()]
+        return list(reversed(chosen))[:limit]
+
     def approvals_list(self, status: str = "pending") -> list[Approval]:
         if status not in ("pending", "approved", "denied", "all"):
             raise InvalidRequest("status must be one of pending, approved, denied, all.")

@@ -14,14 +14,16 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from oikos_sim.auth import ACTOR_SCOPE_KEY
-from oikos_sim.errors import AlreadyDecided, InvalidRequest, NotFound, SimError
+from oikos_sim.errors import AlreadyDecided, InvalidRequest, NotFound, SimError, UnknownEntity
 from oikos_sim.executions import MAX_TEXT, execution_detail
+from oikos_sim.graph import blast_radius
 from oikos_sim.health import health_summary
 from oikos_sim.sse import events_endpoint
 from oikos_sim.state import SimState
 
 MAX_BODY_BYTES = 64 * 1024
 MAX_OPERATOR = 100
+MAX_EXECUTIONS_LISTED = 50
 
 
 def _error(http_status: int, code: str, message: str, **extra: Any) -> JSONResponse:
@@ -54,6 +56,19 @@ def _optional_text(body: dict[str, Any], key: str) -> str | None:
         return None
     if not isinstance(value, str) or len(value) > MAX_TEXT:
         raise InvalidRequest(f"{key} must be a string of at most {MAX_TEXT} characters.")
+    return value
+
+
+def _int_param(request: Request, key: str, default: int, *, low: int, high: int) -> int:
+    raw = request.query_params.get(key)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise InvalidRequest(f"{key} must be an integer between {low} and {high}.") from None
+    if not low <= value <= high:
+        raise InvalidRequest(f"{key} must be an integer between {low} and {high}.")
     return value
 
 
@@ -131,6 +146,27 @@ def rest_routes(state: SimState, *, heartbeat_seconds: float) -> list[Route]:
             return _error(400, "invalid_request", str(error))
         return JSONResponse(execution_detail(execution), status_code=201)
 
+    async def executions_list(request: Request) -> JSONResponse:
+        # Newest first; `target` narrows to one entity (what an approval card shows as its history).
+        try:
+            limit = _int_param(request, "limit", 10, low=1, high=MAX_EXECUTIONS_LISTED)
+        except InvalidRequest as error:
+            return _error(400, "invalid_request", str(error))
+        executions = desk.executions_recent(target=request.query_params.get("target", ""), limit=limit)
+        return JSONResponse({"executions": [execution_detail(execution) for execution in executions]})
+
+    async def entity_blast_radius(request: Request) -> JSONResponse:
+        # The same walk as the MCP tool `get_blast_radius`: what breaks if this entity goes down.
+        slug = request.path_params["slug"]
+        try:
+            depth = _int_param(request, "depth", 3, low=1, high=6)
+            entries = blast_radius(state.world, slug, depth)
+        except UnknownEntity as error:
+            return _error(404, "not_found", str(error))
+        except InvalidRequest as error:
+            return _error(400, "invalid_request", str(error))
+        return JSONResponse({"slug": slug, "depth": depth, "count": len(entries), "entries": entries})
+
     async def execution_get(request: Request) -> JSONResponse:
         try:
             execution = desk.execution_get(request.path_params["execution_id"])
@@ -145,6 +181,8 @@ def rest_routes(state: SimState, *, heartbeat_seconds: float) -> list[Route]:
         Route("/approvals/{approval_id}/approve", approve, methods=["POST"]),
         Route("/approvals/{approval_id}/deny", deny, methods=["POST"]),
         Route("/executions", execution_create, methods=["POST"]),
+        Route("/executions", executions_list, methods=["GET"]),
         Route("/executions/{execution_id}", execution_get, methods=["GET"]),
+        Route("/entities/{slug}/blast-radius", entity_blast_radius, methods=["GET"]),
         Route("/events", events_endpoint(state.events, heartbeat_seconds=heartbeat_seconds), methods=["GET"]),
     ]

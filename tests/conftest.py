@@ -6,7 +6,9 @@ from typing import Any
 
 import pytest
 from channels.db import database_sync_to_async
+from django.contrib.auth.models import User
 from django.db import connections
+from django.test import Client
 
 from agent import presence
 
@@ -31,3 +33,10 @@ def _async_database_connections_closed(django_db_setup: None, django_db_blocker:
         asyncio.run(database_sync_to_async(connections.close_all)())
         # On PostgreSQL, this process's presence lock holds a connection of its own.
         presence.presence_stop()
+
+
+@pytest.fixture
+def auditor(client: Client) -> Client:
+    """A Django test client signed in as a superuser: the admin as an auditor reads it."""
+    client.force_login(User.objects.create_superuser("auditor", "auditor@example.org", "pw"))
+    return client

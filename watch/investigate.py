@@ -49,6 +49,7 @@ FIELDS = {
     "next step": "next_step",
     "suggested next step": "next_step",
 }
+_MARKS = re.compile(r"\*\*|`")
 _FIELD_LINE = re.compile(r"^\s*[-*]?\s*\**(?P<label>[A-Za-z ]+?)\**\s*:\s*\**\s*(?P<text>.*)$")
 
 
@@ -142,12 +143,17 @@ def escalation_parse(answer: str) -> dict[str, str]:
             found[key] = match["text"].strip().strip("*").strip()
     if "summary" not in found:
         # A model that ignored the format still said something: its first paragraph is the summary.
-        found["summary"] = answer.strip().split("\n\n")[0][:500]
+        found["summary"] = _plain(answer.strip().split("\n\n")[0])[:500]
     if "impact" not in found:
         bullets = [line.strip("-* ").strip() for line in answer.splitlines() if line.lstrip().startswith(("- ", "* "))]
         if bullets:
-            found["impact"] = "; ".join(bullets)[:500]
+            found["impact"] = _plain("; ".join(bullets))[:500]
     return found
+
+
+def _plain(markdown: str) -> str:
+    """Markdown's emphasis and code marks dropped: the card and the list show the escalation as text."""
+    return _MARKS.sub("", markdown)
 
 
 def escalation_build(*, turn_id: uuid.UUID) -> dict[str, Any]:

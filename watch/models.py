@@ -66,6 +66,9 @@ class WatchedEvent(models.Model):
         SUPPRESSED = "suppressed"  # counted on an open investigation (cooldown) or a storm
         SKIPPED = "skipped"
         RESOLVED = "resolved"
+        # Raised before a watcher's first start, outside the backlog it was told to replay
+        # (HERMES_WATCH_BACKLOG): recorded as the position to resume from, never investigated.
+        BACKLOG = "backlog"
 
     # Oikos's event id (the SSE id): the claim. Numeric ids sort by `seq`.
     event_id = models.CharField(max_length=40, unique=True)

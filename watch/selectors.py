@@ -5,9 +5,10 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
-from django.db.models import Count
+from django.core.paginator import Page, Paginator
+from django.db.models import Count, Q
 from django.utils.dateparse import parse_datetime
 
 from agent import presence
@@ -64,3 +65,84 @@ def investigation_for_sessions(session_ids: list[uuid.UUID]) -> dict[uuid.UUID, 
         for investigation in Investigation.objects.filter(session_id__in=session_ids)
         if investigation.session_id is not None
     }
+
+
+# --- the control room's page of investigations ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class InvestigationFilters:
+    entity: str = ""
+    # One of `Investigation.State` ("" for any).
+    state: str = ""
+    kind: str = ""
+
+
+def investigations_page(*, filters: InvestigationFilters, page: int = 1, per_page: int = 50) -> Page[Investigation]:
+    """Investigations, newest first, narrowed by `filters` (exact entity, state and kind)."""
+    rows = Investigation.objects.order_by("-opened_at", "-id")
+    if filters.entity:
+        rows = rows.filter(entity=filters.entity)
+    if filters.state:
+        rows = rows.filter(state=filters.state)
+    if filters.kind:
+        rows = rows.filter(kind=filters.kind)
+    return cast("Page[Investigation]", Paginator(rows, per_page).get_page(page))
+
+
+def investigation_choices() -> dict[str, list[str]]:
+    """The entities and kinds investigations were opened for, for the filter menus."""
+    rows = Investigation.objects.exclude(entity="")
+    return {
+        "entities": list(rows.order_by("entity").values_list("entity", flat=True).distinct()),
+        "kinds": list(Investigation.objects.order_by("kind").values_list("kind", flat=True).distinct()),
+    }
+
+
+@dataclass(frozen=True)
+class InvestigationNews:
+    """What the control room announces about one investigation (plain data: sent over the layer)."""
+
+    id: int
+    session_id: str
+    title: str
+    state: str
+    fired_count: int
+    escalated: bool
+
+    def to_message(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "session_id": self.session_id,
+            "title": self.title,
+            "state": self.state,
+            "fired_count": self.fired_count,
+            "escalated": self.escalated,
+        }
+
+
+def investigations_since(*, after_id: int, watched: list[int]) -> list[InvestigationNews]:
+    """Investigations opened after `after_id`, and the current state of those in `watched`."""
+    rows = Investigation.objects.filter(Q(pk__gt=after_id) | Q(pk__in=watched)).order_by("id")
+    return [_news(row) for row in rows]
+
+
+def investigations_open(*, limit: int) -> list[InvestigationNews]:
+    """The newest open investigations: they may still fire again, escalate or resolve."""
+    rows = Investigation.objects.filter(state=Investigation.State.OPEN).order_by("-id")[:limit]
+    return [_news(row) for row in rows]
+
+
+def _news(row: Investigation) -> InvestigationNews:
+    return InvestigationNews(
+        id=row.pk,
+        session_id=str(row.session_id or ""),
+        title=row.title,
+        state=row.state,
+        fired_count=row.fired_count,
+        escalated=bool(row.escalation),
+    )
+
+
+def investigation_newest_id() -> int:
+    return Investigation.objects.order_by("-id").values_list("id", flat=True).first() or 0

@@ -68,17 +68,30 @@ def event_claim(
     policy: TriggerPolicy,
     watcher: uuid.UUID | None = None,
     now: datetime | None = None,
+    backlog: bool = False,
 ) -> Claim | None:
-    """Claim one event and decide what it means; None when another watcher claimed it first."""
+    """Claim one event and decide what it means; None when another watcher claimed it first.
+
+    A `backlog` event (history from before the watcher's first start) is claimed, so that it is
+    the position to resume from, but decides nothing: no investigation opens, none is resolved.
+    """
     now = now or timezone.now()
     with transaction.atomic():
         try:
             with transaction.atomic():
                 row = WatchedEvent.objects.create(
-                    event_id=event_id, seq=_seq(event_id), type=event_type, at=at, data=data, claimed_by=watcher
+                    event_id=event_id,
+                    seq=_seq(event_id),
+                    type=event_type,
+                    at=at,
+                    data=data,
+                    claimed_by=watcher,
+                    outcome=WatchedEvent.Outcome.BACKLOG if backlog else WatchedEvent.Outcome.IGNORED,
                 )
         except IntegrityError:
             return None
+        if backlog:
+            return Claim(outcome=WatchedEvent.Outcome.BACKLOG)
         trigger = policy.trigger(event_type, data)
         if trigger is None:
             return Claim(outcome=WatchedEvent.Outcome.IGNORED)

@@ -7,6 +7,15 @@ insert win, and only the winner acts. The stream is resumed after a restart from
 stored id (`Last-Event-ID`), so nothing is missed while the stream's backlog still holds it, and
 nothing is handled twice because a row already there is a claim already made.
 
+What a watcher does with history when no position is stored yet (a first start on an empty
+database) is an explicit choice, `HERMES_WATCH_BACKLOG`: Oikos sends its whole backlog to a client
+without `Last-Event-ID`, and an operator installing Hermes does not want a night of investigations
+into signals that fired last week. `skip` (the default) claims the events raised before the
+watcher started as `backlog` — recorded, so they are the position to resume from, but not
+investigated; `replay` investigates those raised within `HERMES_WATCH_BACKLOG_MAX_AGE_SECONDS`
+before it. "Raised before" compares the event's `at` with this host's clock. Once a position is
+stored, every event after it is handled, however old: it happened while the watchers were down.
+
 Investigations run as tasks of the watcher's event loop, on the process's shared tool hub; the
 stream is not held up while a turn runs.
 """
@@ -19,8 +28,12 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 
 from channels.db import database_sync_to_async
+from django.conf import settings
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 from agent.tools.hub import ToolHub
 from controlroom.oikos import OikosClient, OikosError, OikosEvent
@@ -58,6 +71,8 @@ class Watcher:
         instance: uuid.UUID | None = None,
         storm_gather: float = STORM_GATHER_SECONDS,
         on_claim: Callable[[OikosEvent, services.Claim | None], None] | None = None,
+        backlog: str | None = None,
+        backlog_max_age: float | None = None,
     ) -> None:
         self.hub = hub
         self.policy = policy or TriggerPolicy.from_settings()
@@ -65,6 +80,16 @@ class Watcher:
         self.storm_gather = storm_gather
         # Told of every event handled (a claim, or None when another watcher had it): for tests and benches.
         self.on_claim = on_claim
+        self.backlog = backlog or settings.HERMES_WATCH_BACKLOG
+        self.backlog_max_age = (
+            settings.HERMES_WATCH_BACKLOG_MAX_AGE_SECONDS if backlog_max_age is None else backlog_max_age
+        )
+        # Oikos stamps events to the millisecond: so is the start, or an event raised in the same
+        # millisecond would count as history.
+        started = timezone.now()
+        self.started_at = started.replace(microsecond=started.microsecond // 1000 * 1000)
+        # Set when this watcher found no stored position: events raised before it are history.
+        self.backlog_before: datetime | None = None
         self.stats = WatchStats()
         self.investigations: set[asyncio.Task[uuid.UUID | None]] = set()
         self.connected = asyncio.Event()
@@ -75,6 +100,8 @@ class Watcher:
         while True:
             try:
                 cursor = await database_sync_to_async(services.watch_cursor)()
+                if not cursor and self.backlog_before is None:
+                    self.backlog_before = self._history_ends()
                 async with OikosClient.from_settings() as oikos:
                     self.stats.connected = True
                     self.connected.set()
@@ -104,6 +131,7 @@ class Watcher:
             data=event.data,
             policy=self.policy,
             watcher=self.instance,
+            backlog=self._is_history(event),
         )
         if self.on_claim is not None:
             self.on_claim(event, claim)
@@ -116,6 +144,19 @@ class Watcher:
             self.investigations.add(task)
             task.add_done_callback(self.investigations.discard)
         return claim
+
+    def _history_ends(self) -> datetime:
+        """Events raised before this moment are recorded without an investigation (first start)."""
+        if self.backlog == "replay":
+            return self.started_at - timedelta(seconds=self.backlog_max_age)
+        return self.started_at
+
+    def _is_history(self, event: OikosEvent) -> bool:
+        if self.backlog_before is None:
+            return False
+        raised = parse_datetime(event.at) if event.at else None
+        # An event without a readable time cannot be told apart from a live one: handled as live.
+        return raised is not None and raised < self.backlog_before
 
     async def _investigate(self, claim: services.Claim) -> uuid.UUID | None:
         assert claim.investigation_id is not None

@@ -137,6 +137,11 @@ def turn_id_parse(raw: object) -> uuid.UUID:
     return _id_parse(raw, field="turn_id", what="a turn id")
 
 
+def elicitation_id_parse(raw: object) -> uuid.UUID:
+    """An elicitation's id (an MCP server's question, `GET /elicitations`) from a path."""
+    return _id_parse(raw, field="elicitation_id", what="an elicitation id")
+
+
 def _id_parse(raw: object, *, field: str, what: str) -> uuid.UUID:
     if isinstance(raw, str) and _UUID.fullmatch(raw):
         return uuid.UUID(raw)

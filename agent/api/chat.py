@@ -9,6 +9,7 @@ from agent.api.bodies import fields_check, json_object_read, model_parse, sessio
 from agent.api.errors import ApiError, api_view
 from agent.api.operator import request_actor
 from agent.api.sse import turn_event_stream
+from agent.elicitations import elicitation_by_operator
 from agent.engine.runner import TurnRejected, turn_start
 from agent.live import turn_registry
 from agent.tools import MCPConfigError, tool_hub
@@ -53,6 +54,8 @@ async def chat(request: HttpRequest) -> StreamingHttpResponse:
             session_id=session_id,
             hub=hub,
             model=model,
+            # The caller is a script, but an operator can answer in the control room or by API.
+            answerer=elicitation_by_operator,
         )
     except TurnRejected as rejected:
         raise ApiError(REJECTION_STATUS.get(rejected.code, 400), rejected.code, rejected.message) from None

@@ -5,9 +5,12 @@ from __future__ import annotations
 from django.urls import path
 
 from agent.api.chat import chat
+from agent.api.elicitations import elicitation_answer, elicitation_list
+from agent.api.export import session_export_json, session_export_markdown
 from agent.api.health import healthz
 from agent.api.openapi import openapi
 from agent.api.query import query
+from agent.api.search import search
 from agent.api.sessions import session_detail, session_list
 from agent.api.turn_events import turn_events
 from agent.api.turns import turn_stop
@@ -18,9 +21,14 @@ urlpatterns = [
     path("chat", chat, name="chat"),
     path("sessions", session_list, name="sessions"),
     path("sessions/<str:session_id>", session_detail, name="session"),
+    path("sessions/<str:session_id>/export.md", session_export_markdown, name="session_export_md"),
+    path("sessions/<str:session_id>/export.json", session_export_json, name="session_export_json"),
     path("turns/<str:turn_id>/stop", turn_stop, name="turn_stop"),
     path("turns/<str:turn_id>/events", turn_events, name="turn_events"),
+    path("elicitations", elicitation_list, name="elicitations"),
+    path("elicitations/<str:elicitation_id>", elicitation_answer, name="elicitation_answer"),
     path("query", query, name="query"),
+    path("search", search, name="search"),
     path("healthz", healthz, name="healthz"),
     path("openapi.json", openapi, name="openapi"),
 ]

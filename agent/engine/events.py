@@ -10,7 +10,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-EventType = Literal["text", "thinking", "tool_use", "tool_result", "approval", "done", "error"]
+EventType = Literal["text", "thinking", "tool_use", "tool_result", "approval", "elicitation", "done", "error"]
 
 
 @dataclass(frozen=True)
@@ -83,6 +83,27 @@ class Approval(Event):
 
 
 @dataclass(frozen=True)
+class ElicitationEvent(Event):
+    """An MCP server asked for input during a call (`status` `pending`), or the answer it got
+    (`accept`, `decline`, `cancel`). Sent twice per request, under the same `id`."""
+
+    type: ClassVar[EventType] = "elicitation"
+    id: str
+    server: str
+    tool: str
+    tool_use_id: str
+    message: str
+    # The requested schema's fields (`agent.tools.elicitation.ElicitField.to_dict`).
+    fields: list[dict[str, Any]]
+    status: str
+    # ISO 8601: when Hermes cancels it if nobody answered.
+    expires_at: str = ""
+    content: dict[str, Any] | None = None
+    reason: str = ""
+    answered_by: str = ""
+
+
+@dataclass(frozen=True)
 class Done(Event):
     type: ClassVar[EventType] = "done"
     session_id: str
@@ -108,7 +129,7 @@ class Error(Event):
 def event_from_dict(data: dict[str, Any]) -> Event:
     """Rebuild an event sent through JSON (channel layer, subprocess output)."""
     kind = data.get("type")
-    for cls in (TextDelta, ThinkingDelta, ToolUse, ToolResult, Approval, Done, Error):
+    for cls in (TextDelta, ThinkingDelta, ToolUse, ToolResult, Approval, ElicitationEvent, Done, Error):
         if cls.type == kind:
             fields = {f.name for f in dataclasses.fields(cls)}
             return cls(**{k: v for k, v in data.items() if k in fields})

@@ -11,6 +11,7 @@ order, bounded tool output, cache breakpoints, crash-safe persistence, no approv
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 import uuid
@@ -30,6 +31,7 @@ from agent.engine.budgets import Budgets
 from agent.engine.caching import cache_breakpoints_apply
 from agent.engine.compaction import ContextFull, ContextKeeper
 from agent.engine.context import prompt_too_long
+from agent.engine.elicitations import TurnElicitor
 from agent.engine.events import Done, Error, Event, TextDelta, ThinkingDelta, ToolResult, ToolUse
 from agent.engine.history import (
     content_strip_cache_control,
@@ -46,6 +48,7 @@ from agent.logs import log_event, turn_context_set
 from agent.models import Turn
 from agent.redaction import redact
 from agent.tools.context import ToolCallContext
+from agent.tools.elicitation import Answerer
 from agent.tools.hub import ToolHub, UnreachableServer
 from agent.tools.outcomes import (
     CUTOFF_CANCELLED,
@@ -98,6 +101,8 @@ class TurnState:
     messages: list[tuple[str, list[Block]]]
     # The peer agent whose message started the turn; its tools are out of reach (the depth guard).
     origin_peer: str | None = None
+    # Who answers an MCP server's questions (elicitation) in this turn; None: Hermes declines them.
+    answerer: Answerer | None = None
     iterations: int = 0
     usage: dict[str, int] = field(default_factory=lambda: dict.fromkeys(USAGE_KEYS, 0))
     text_blocks: int = 0
@@ -157,6 +162,14 @@ class TurnLoop:
         self._cutoffs: dict[str, Cutoff] = {}
         # The tool results of the round a cancellation interrupted (finished ones real, others unknown).
         self._results_on_cancel: list[Block] = []
+        self.elicitor = TurnElicitor(
+            correlation_id=state.turn_id,
+            session_id=state.session_id,
+            actor=state.actor,
+            emit=emit,
+            answerer=state.answerer,
+            time_limit=self.time_limit,
+        )
         # Keeps every request inside the model's window, compacting the session when needed.
         self.context = ContextKeeper(
             state=state, client=client, model=model, budgets=budgets, time_limit=self.time_limit
@@ -506,7 +519,8 @@ class TurnLoop:
         arguments = block["input"] if isinstance(block["input"], dict) else {}
         activity_id = await self._ledger_start(block, spec, arguments, started_at)
         try:
-            outcome = await self.hub.call(block["name"], arguments, context=self.state.tool_context())
+            context = dataclasses.replace(self.state.tool_context(), tool_use_id=block["id"], elicitor=self.elicitor)
+            outcome = await self.hub.call(block["name"], arguments, context=context)
         except asyncio.CancelledError:
             cause = self._cutoffs.get(block["id"], self.cancel_cause)
             text = outcome_unknown_text(tool=block["name"], cause=cause)

@@ -18,6 +18,8 @@ _BRIEF = """\
 - Tools named `mcp__<server>__<tool>` come from MCP servers; `oikos` is the control plane.
 - Mutations go only through `request_execution`. Its risk classes: `reversible_low` runs at once;
   `config_mutation` and `destructive` wait for an operator's approval in the control room.
+  Always pass `reason`: one sentence saying why, which the approving operator reads on the
+  approval card (a card without one says "no reason given").
 - Tool results longer than the limit are cut with a marker; narrow the query to see more.
 """
 

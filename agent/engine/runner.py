@@ -27,6 +27,7 @@ from agent.engine.prompt import PersonaFileError, system_prompt_build
 from agent.engine.thinking import ThinkingSettings
 from agent.llm import NOT_CONFIGURED_MESSAGE, LLMNotConfigured, llm_client
 from agent.redaction import redact
+from agent.tools.elicitation import Answerer
 from agent.tools.hub import ToolHub, tool_hub
 from agent.tools.outcomes import CUTOFF_INTERRUPTED
 
@@ -137,12 +138,16 @@ async def turn_start(
     budgets: Budgets | None = None,
     origin_peer: str | None = None,
     model: str | None = None,
+    answerer: Answerer | None = None,
 ) -> TurnHandle:
     """Validate, store the question, and start the turn in its own task.
 
     `origin_peer` names the peer agent whose message this is (A2A, MCP): the turn can then neither
     see nor call that peer's tools. The turn runs in a fresh context, so this is passed explicitly
     rather than through a context variable.
+
+    `answerer` answers the questions MCP servers ask during the turn's tool calls (elicitation);
+    without one Hermes declines them (a peer's or an investigation's turn has nobody to ask).
 
     `model` switches the session to that model (one of `HERMES_MODELS`) from this turn on; without
     it the turn uses the model the session was switched to last, or `HERMES_MODEL`.
@@ -208,6 +213,7 @@ async def turn_start(
             actor=actor,
             messages=list(begun.history),
             origin_peer=origin_peer,
+            answerer=answerer,
         ),
         hub=hub,
         client=client,

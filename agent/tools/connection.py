@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
@@ -18,18 +19,39 @@ from typing import Any, TypeVar, cast
 
 import httpx2
 from mcp import Client, MCPError, StdioServerParameters
+from mcp.client.session import ClientRequestContext
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT, CallToolResult, Implementation, Tool
+from mcp.types import (
+    CONNECTION_CLOSED,
+    REQUEST_TIMEOUT,
+    CallToolResult,
+    ElicitRequestFormParams,
+    ElicitRequestParams,
+    ElicitResult,
+    Implementation,
+    Tool,
+)
 from mcp_types import RequestParamsMeta
 
 from agent.tools.config import ServerConfig
+from agent.tools.elicitation import ElicitationAnswer
 from agent.tools.stderr import StderrRelay
 from agent.version import NAME, hermes_version
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+# What a tool call offers for the elicitations its server sends while it runs: the request's
+# message and raw schema, and when the call times out (monotonic), to the answer.
+CallElicitor = Callable[[str, dict[str, Any], float], Awaitable[ElicitationAnswer]]
+
+# The call in flight in this task. The SDK answers an elicitation of the 2026 protocol (embedded in
+# the call's result) in the calling task, where this is set; a handshake-era server sends
+# `elicitation/create` as a request of its own, answered in the connection's reader task, and is
+# matched to its call by `ServerConnection._elicitor_for`.
+_call_elicitor: contextvars.ContextVar[_CallInFlight | None] = contextvars.ContextVar("mcp_call", default=None)
 
 # Who Hermes says it is to every MCP server it connects to.
 CLIENT_INFO = Implementation(name=NAME, version=hermes_version())
@@ -82,6 +104,15 @@ class MCPCallError(Exception):
 
 
 @dataclass(eq=False)
+class _CallInFlight:
+    """A tools/call waiting for its answer, and who answers its server's elicitations."""
+
+    owner: str  # the turn (or "" for a caller without one)
+    elicitor: CallElicitor | None
+    deadline: float
+
+
+@dataclass(eq=False)
 class _Link:
     """One connection attempt: the owner task fills in `client` (or `failure`) and sets `ready`."""
 
@@ -112,6 +143,7 @@ class ServerConnection:
         self._auth_status: int | None = None
         self._attempts = 0
         self._attempt_failure: MCPCallError | None = None
+        self._calls: set[_CallInFlight] = set()
 
     @property
     def connected(self) -> bool:
@@ -135,21 +167,67 @@ class ServerConnection:
         return await self._request("listing tools", fetch, within=within)
 
     async def call_tool(
-        self, tool: str, arguments: dict[str, Any], *, meta: dict[str, Any] | None = None
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        *,
+        meta: dict[str, Any] | None = None,
+        elicitor: CallElicitor | None = None,
+        owner: str = "",
     ) -> CallToolResult:
         """Call `tool`; raises `MCPCallError` when no result comes back (a tool error is a result).
 
         `meta` goes out as the request's `_meta` (the hub sends the turn's correlation id there).
+        `elicitor` answers what the server asks while this call runs (none: Hermes declines);
+        `owner` names the turn, so a request that cannot say which call it belongs to still
+        reaches the right turn when all calls in flight on this server are that turn's.
         """
-        return await self._request(
-            f"calling {tool}",
-            lambda client: client.call_tool(
-                tool,
-                arguments,
-                read_timeout_seconds=self.config.timeout,
-                meta=cast(RequestParamsMeta, meta) if meta else None,
-            ),
+        call = _CallInFlight(
+            owner=owner, elicitor=elicitor, deadline=time.monotonic() + self.config.timeout + _TIMEOUT_MARGIN_SECONDS
         )
+        self._calls.add(call)
+        token = _call_elicitor.set(call)
+        try:
+            return await self._request(
+                f"calling {tool}",
+                lambda client: client.call_tool(
+                    tool,
+                    arguments,
+                    read_timeout_seconds=self.config.timeout,
+                    meta=cast(RequestParamsMeta, meta) if meta else None,
+                ),
+            )
+        finally:
+            _call_elicitor.reset(token)
+            self._calls.discard(call)
+
+    async def _on_elicit(self, context: ClientRequestContext, params: ElicitRequestParams) -> ElicitResult:
+        """The SDK's elicitation callback: find the call this belongs to and let it answer."""
+        if not isinstance(params, ElicitRequestFormParams):
+            # URL mode sends the person to a page of the server's choosing; Hermes has nobody to
+            # send there safely from a turn, and says no rather than leaving the server waiting.
+            logger.info("%s asked for URL-mode elicitation; declined", self._who)
+            return ElicitResult(action="decline")
+        call = self._elicitor_for()
+        if call is None or call.elicitor is None:
+            return ElicitResult(action="decline")
+        schema = params.model_dump(by_alias=True, mode="json").get("requestedSchema") or {}
+        answer = await call.elicitor(params.message, schema, call.deadline)
+        content = answer.content if answer.action == "accept" else None
+        return ElicitResult(action=answer.action, content=content)
+
+    def _elicitor_for(self) -> _CallInFlight | None:
+        call = _call_elicitor.get()
+        if call is not None:
+            return call
+        if len(self._calls) == 1:
+            return next(iter(self._calls))
+        owners = {call.owner for call in self._calls}
+        if len(owners) != 1 or "" in owners:
+            # No call in flight, or calls of several turns: nobody can tell whose question it is.
+            logger.warning("%s sent an elicitation Hermes cannot match to one turn; declined", self._who)
+            return None
+        return next(iter(self._calls))
 
     async def aclose(self) -> None:
         """Close the connection and wait (briefly) for every owner task to finish."""
@@ -300,7 +378,12 @@ class ServerConnection:
             # The server's stderr goes to Hermes's log, filtered, never straight to Hermes's stderr.
             relay = stack.enter_context(StderrRelay(server=config.name))
             stdio = stdio_client(params, errlog=relay.stream)
-            return Client(stdio, read_timeout_seconds=config.timeout, client_info=CLIENT_INFO)
+            return Client(
+                stdio,
+                read_timeout_seconds=config.timeout,
+                client_info=CLIENT_INFO,
+                elicitation_callback=self._on_elicit,
+            )
 
         async def note_auth_failure(response: httpx2.Response) -> None:
             if response.status_code in (401, 403):
@@ -314,7 +397,12 @@ class ServerConnection:
             )
         )
         transport = streamable_http_client(config.url, http_client=http, max_sse_event_size=MAX_SSE_EVENT_BYTES)
-        return Client(transport, read_timeout_seconds=config.timeout, client_info=CLIENT_INFO)
+        return Client(
+            transport,
+            read_timeout_seconds=config.timeout,
+            client_info=CLIENT_INFO,
+            elicitation_callback=self._on_elicit,
+        )
 
     def _credentials_rejected(self) -> str:
         return (

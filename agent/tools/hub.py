@@ -29,8 +29,9 @@ from agent.logs import log_event
 from agent.redaction import redact_value, secrets_register
 from agent.tools.catalog import ToolCatalog
 from agent.tools.config import ServerConfig, Transport, mcp_servers_from_settings
-from agent.tools.connection import CORRELATION_META_KEY, MCPCallError, ServerConnection
+from agent.tools.connection import CORRELATION_META_KEY, CallElicitor, MCPCallError, ServerConnection
 from agent.tools.context import ToolCallContext
+from agent.tools.elicitation import ElicitationAnswer, ElicitationAsk, ElicitSchemaError, elicit_fields_parse
 from agent.tools.envelopes import envelope_get
 from agent.tools.local import LOCAL_SERVER, LocalTool, local_tool_name_check, local_tools_from_settings
 from agent.tools.names import ToolNameMap
@@ -212,7 +213,11 @@ class ToolHub:
         meta = {CORRELATION_META_KEY: str(context.turn_id)} if context.turn_id else None
         try:
             result = await self._connections[spec.server].call_tool(
-                spec.tool, {**arguments, **config.fixed_arguments}, meta=meta
+                spec.tool,
+                {**arguments, **config.fixed_arguments},
+                meta=meta,
+                elicitor=_call_elicitor(context, server=spec.server, tool=spec.tool),
+                owner=str(context.turn_id or ""),
             )
         except MCPCallError as exc:
             if exc.kind in _SERVER_DOWN_KINDS:
@@ -428,6 +433,41 @@ async def tool_hub_close() -> None:
     hub = _hubs.pop(asyncio.get_running_loop(), None)
     if hub is not None:
         await hub.aclose()
+
+
+def _call_elicitor(context: ToolCallContext, *, server: str, tool: str) -> CallElicitor | None:
+    """How one call answers its server's elicitations: through the turn's elicitor, or not at all."""
+    elicitor = context.elicitor
+    if elicitor is None:
+        return None
+
+    async def elicit(message: str, schema: dict[str, Any], deadline: float) -> ElicitationAnswer:
+        # The server's words reach people and the ledger: scrubbed like everything it sends.
+        message, schema = redact_value(message), redact_value(schema)
+        try:
+            fields = elicit_fields_parse(schema)
+            problem = ""
+        except ElicitSchemaError as exc:
+            fields, problem = (), str(exc)
+        ask = ElicitationAsk(
+            server=server,
+            tool=tool,
+            message=message,
+            requested_schema=schema,
+            fields=fields,
+            deadline=deadline,
+            tool_use_id=context.tool_use_id,
+            schema_error=problem,
+        )
+        try:
+            return await elicitor(ask)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # e.g. the database is down: the server hears "cancel", the turn goes on
+            logger.exception("could not put %s's question to anyone", server)
+            return ElicitationAnswer(action="cancel", reason="Cancelled by Hermes: it could not record the question.")
+
+    return elicit
 
 
 def _catalog_entry(spec: ToolSpec) -> dict[str, Any]:

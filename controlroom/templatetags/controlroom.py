@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import json
 import uuid
 from decimal import Decimal
@@ -10,7 +11,9 @@ from urllib.parse import quote, urlencode
 
 from django import template
 from django.conf import settings
+from django.utils import timezone
 from django.utils.safestring import SafeString, mark_safe
+from django.utils.timesince import timesince
 
 from controlroom import dom
 from controlroom.markdown import markdown_render
@@ -75,6 +78,7 @@ for _dom_function in (
     dom.chip_dom_id,
     dom.approval_dom_class,
     dom.decide_form_dom_id,
+    dom.elicitation_dom_id,
 ):
     register.simple_tag(_dom_function)
 
@@ -116,3 +120,21 @@ def approval_in(item: Any, approvals: dict[str, Any] | None) -> Any:
     """The state Oikos confirmed for an inline approval card, else what the transcript recorded
     (which is never decidable: see `ApprovalItem`)."""
     return (approvals or {}).get(item.approval_id, item)
+
+
+@register.filter
+def since(value: Any) -> str:
+    """How long ago an ISO 8601 moment from Oikos was, in words ("4 minutes"); "" if unreadable.
+
+    Computed when the card is drawn, so a redrawn card is right even though no clock ticks in it.
+    """
+    try:
+        moment = datetime.datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError:
+        return ""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.UTC)
+    seconds = (timezone.now() - moment).total_seconds()
+    if seconds < 60:
+        return "under a minute"
+    return timesince(moment, timezone.now(), depth=1)

@@ -13,6 +13,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import push_url, reswap, retarget
 
+from agent.elicitations import elicitation_by_operator
 from agent.engine.runner import TurnRejected, turn_start
 from agent.live import turn_registry
 from controlroom import selectors
@@ -68,7 +69,12 @@ async def ask(request: HtmxHttpRequest) -> HttpResponse:
     model = picked if picked and picked != current else None
     try:
         handle = await turn_start(
-            text=text, actor=turn_actor(operator), origin="ui", session_id=session_id, model=model
+            text=text,
+            actor=turn_actor(operator),
+            origin="ui",
+            session_id=session_id,
+            model=model,
+            answerer=elicitation_by_operator,
         )
     except TurnRejected as rejected:
         error = BUSY if rejected.code == "session_busy" else rejected.message

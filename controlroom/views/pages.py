@@ -16,25 +16,35 @@ from controlroom.identity import operator_name
 from controlroom.views.context import DRAWER_SESSION_KEY, conversation_context, nav_context
 
 
-def _drawer(request: HttpRequest, *, follow_sessions: bool = False) -> dict[str, Any]:
+def drawer_context(
+    request: HttpRequest, *, follow_sessions: bool = False, follow_investigations: bool = False
+) -> dict[str, Any]:
+    """The chat drawer of a page other than home: the session last used in this browser."""
     try:
         session_id: uuid.UUID | None = uuid.UUID(str(request.session.get(DRAWER_SESSION_KEY)))
     except ValueError:
         session_id = None
     if session_id is not None and not selectors.session_exists(session_id=session_id):
         session_id = None
-    return conversation_context(session_id=session_id, place="drawer", follow_sessions=follow_sessions)
+    return conversation_context(
+        session_id=session_id,
+        place="drawer",
+        follow_sessions=follow_sessions,
+        follow_investigations=follow_investigations,
+    )
+
+
+def around_page(request: HttpRequest, **follow: bool) -> dict[str, Any]:
+    """What a page other than home shows around its content: the operator, the drawer (following
+    what `follow` names, see `drawer_context`) and the decision forms of its pending approvals."""
+    drawer = drawer_context(request, **follow)
+    return {"operator": operator_name(request), "drawer": drawer, "pending_approvals": drawer["pending_approvals"]}
 
 
 @require_GET
 def sessions_page(request: HttpRequest) -> HttpResponse:
     query = request.GET.get("q", "")[:200]
-    context = {
-        "operator": operator_name(request),
-        "drawer": _drawer(request, follow_sessions=True),
-        **nav_context(query=query),
-    }
-    context["pending_approvals"] = context["drawer"]["pending_approvals"]
+    context = {**around_page(request, follow_sessions=True), **nav_context(query=query)}
     return render(request, "controlroom/sessions.html", context)
 
 
@@ -55,16 +65,13 @@ def ledger(request: HttpRequest) -> HttpResponse:
             state=data["state"],
         )
         page_number = data["page"] or 1
-    drawer = _drawer(request)
     context = {
-        "operator": operator_name(request),
+        **around_page(request),
         "form": form,
         "filters": filters,
         "page": selectors.ledger_page(filters=filters, page=page_number),
         "choices": selectors.ledger_choices(),
         "state_choices": [("", "any"), *Activity.State.choices],
-        "drawer": drawer,
-        "pending_approvals": drawer["pending_approvals"],
     }
     return render(request, "controlroom/ledger.html", context)
 

@@ -17,6 +17,16 @@
     field.form.requestSubmit();
   });
 
+  // A notice (a new investigation) goes away when dismissed; the page keeps the five newest.
+  document.addEventListener("click", function (event) {
+    var button = event.target instanceof Element ? event.target.closest(".notice-dismiss") : null;
+    if (button && button.parentElement) button.parentElement.remove();
+  });
+  document.addEventListener("htmx:wsAfterMessage", function () {
+    var notices = document.querySelectorAll("#notices > *");
+    for (var i = 5; i < notices.length; i++) notices[i].remove();
+  });
+
   // Follow the conversation as it streams, unless the operator scrolled up to read.
   var following = new WeakMap();
   function transcripts() {

@@ -5,7 +5,6 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
@@ -13,13 +12,6 @@ from django.utils import timezone
 from agent.models import Activity, AgentSession, Message, Turn
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def auditor(client: Client) -> Client:
-    user = User.objects.create_superuser("auditor", "auditor@example.org", "pw")
-    client.force_login(user)
-    return client
 
 
 @pytest.fixture

@@ -385,6 +385,8 @@ class TestPromptAndModel:
         assert system.startswith("You are Hermes of the Lab of Testing.")
         assert "request_execution" in system  # the operating brief follows the persona
         assert "operator:test" in system
+        # Whatever the persona says, the model is told to give the approving operator a reason.
+        assert "Always pass `reason`" in system
 
     async def test_the_default_model_and_bundled_persona(self, llm: FakeAnthropic, hub: ToolHub) -> None:
         llm.enqueue(Reply.text("ok"))

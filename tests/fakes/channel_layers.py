@@ -25,6 +25,7 @@ from pytest_django.fixtures import Settings
 from agent.engine.runner import TurnHandle, turn_start
 from agent.live import turn_registry, turn_registry_close
 from agent.tools import tool_hub_close
+from controlroom.investigation_feed import investigation_feed_close
 from controlroom.relay import oikos_relay_close
 from hermes_site.channel_layers import redis_channel_layer
 
@@ -73,6 +74,7 @@ async def _layer(kind: str, settings: Settings, request: pytest.FixtureRequest) 
     # What the test's event loop started: its turns, its relay, its MCP connections.
     await turn_registry_close()
     await oikos_relay_close()
+    await investigation_feed_close()
     await tool_hub_close()
     # The async ORM (`aget`, `acount`) leaves its connection open in the sync thread; PostgreSQL
     # would then refuse to drop the test database at the end of the run.

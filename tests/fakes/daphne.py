@@ -46,7 +46,7 @@ import httpx2
 
 from tests.fakes.subprocesses import REPO_ROOT, clean_environ, database_migrate
 
-HERMES_TABLES = ("agent_sessions", "agent_turns", "agent_messages", "agent_activity")
+HERMES_TABLES = ("agent_sessions", "agent_turns", "agent_messages", "agent_activity", "agent_search_entries")
 
 
 class LiveDatabase:

@@ -18,6 +18,9 @@ Tools:
 - `whoami()` — the caller: the bearer token's identity over HTTP, `$MINI_OIKOS_ACTOR` over stdio.
 - `exit_process()` — stdio only: the server process dies mid-call.
 
+`build_asking_server()` is another server ("deployer") whose `deploy(service)` asks the person
+behind the client for details before it answers (MCP elicitation), and reports what it got back.
+
 This module must not import Django: the stdio entry point runs it in a bare interpreter.
 """
 
@@ -29,21 +32,22 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Annotated, Any, Literal
 
 import anyio
 import uvicorn
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
-from mcp.server.mcpserver import MCPServer
+from mcp.server.elicitation import AcceptedElicitation
+from mcp.server.mcpserver import Elicit, ElicitationResult, MCPServer, Resolve
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.utilities.types import Image
 from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 from mcp.types import ToolAnnotations
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
-from pydantic import AnyHttpUrl
+from pydantic import AnyHttpUrl, BaseModel, Field
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 DEFAULT_TOKEN = "test-oikos-token-3f9a"
@@ -202,6 +206,44 @@ def build_mini_oikos(*, token: str | None = None, stdio: bool = False) -> MCPSer
     return server
 
 
+class DeployDetails(BaseModel):
+    """The form `deploy` asks for: every kind of field the restricted schema allows."""
+
+    reason: str = Field(title="Reason", description="Why deploy now? <i>Shown to the on-call team.</i>")
+    environment: Literal["staging", "production"] = Field(default="staging", title="Environment")
+    replicas: int = Field(default=1, title="Replicas", description="How many copies to run", ge=1, le=9)
+    notify: bool = Field(default=True, title="Notify the team")
+
+
+# What `deploy` says before its form; the markup must reach people as text, never as HTML.
+DEPLOY_MESSAGE = "Deploy {service}? <script>alert('x')</script> Fill in the details."
+
+
+def ask_details(service: str) -> Elicit[DeployDetails]:
+    """`deploy`'s resolver (module level: the SDK evaluates the tool's annotations by name)."""
+    return Elicit(DEPLOY_MESSAGE.format(service=service), DeployDetails)
+
+
+def build_asking_server(*, token: str | None = None) -> MCPServer:
+    """A server whose tool asks for input mid-call (elicitation), for tests of Hermes as the asked."""
+    verifier = _StaticTokenVerifier(token) if token is not None else None
+    auth = None
+    if token is not None:
+        auth = AuthSettings(issuer_url=AnyHttpUrl("http://127.0.0.1/"), resource_server_url=None)
+    server = MCPServer("deployer", token_verifier=verifier, auth=auth, log_level="WARNING")
+
+    # A resolver, not `ctx.elicit`: the SDK then asks the way the negotiated protocol wants (embedded
+    # in the call's result for 2026-07-28, a request of its own for handshake-era clients).
+    @server.tool(structured_output=False)
+    async def deploy(service: str, details: Annotated[ElicitationResult[DeployDetails], Resolve(ask_details)]) -> str:
+        """Deploy a service; asks the operator for the details first."""
+        if isinstance(details, AcceptedElicitation):
+            return f"deploy {service}: accepted {details.data.model_dump_json()}"
+        return f"deploy {service}: {details.action}"
+
+    return server
+
+
 class _StaticTokenVerifier:
     """Accepts exactly one bearer token, as Oikos accepts the token it issued to Hermes."""
 
@@ -243,9 +285,12 @@ class MCPTestServer:
     test can stop the server mid-session and bring it back where the client expects it.
     """
 
-    def __init__(self, *, token: str = DEFAULT_TOKEN, legacy: bool = False) -> None:
+    def __init__(
+        self, *, token: str = DEFAULT_TOKEN, legacy: bool = False, build: Callable[..., MCPServer] | None = None
+    ) -> None:
         self.token = token
         self.legacy = legacy
+        self.build = build or build_mini_oikos
         self.port: int | None = None
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
@@ -261,7 +306,7 @@ class MCPTestServer:
         return self._thread is not None
 
     def _app(self) -> ASGIApp:
-        app = build_mini_oikos(token=self.token).streamable_http_app()
+        app = self.build(token=self.token).streamable_http_app()
         return _handshake_only(app) if self.legacy else app
 
     def _bind(self) -> socket.socket:

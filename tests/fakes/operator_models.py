@@ -100,7 +100,8 @@ class Echo:
 
 def _behaviour_for(question: str, *, delay: float) -> Callable[[dict[str, Any]], Reply]:
     lowered = question.lower()
-    if "degraded" in lowered:
+    # An investigation's brief (watch/investigate.py): the health → blast-radius chain.
+    if "degraded" in lowered or "investigation hermes opened" in lowered:
         return DegradedInvestigator(chunk=6, delay=delay)
     action = re.search(r"\b(restart|deploy)\s+([a-z0-9-]+)", lowered)
     if action:

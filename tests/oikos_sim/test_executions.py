@@ -161,3 +161,22 @@ async def test_rest_executions_follow_the_same_policy(sim: RunningSim) -> None:
         assert (rollback.json()["risk_class"], rollback.json()["status"]) == ("destructive", "proposed")
         await events_read(sim, until=_has(restart.json()["execution_id"], "execution.completed"))
         assert (await api.get(f"/executions/{restart.json()['execution_id']}")).json()["status"] == "completed"
+
+
+async def test_rest_lists_a_targets_executions_newest_first_and_its_blast_radius(sim: RunningSim) -> None:
+    async with rest_client(sim) as api:
+        first = (await api.post("/executions", json={"target": "service:jellyfin", "action": "deploy"})).json()
+        await api.post("/executions", json={"target": "service:caddy", "action": "deploy"})
+        second = (await api.post("/executions", json={"target": "service:jellyfin", "action": "config"})).json()
+
+        listed = (await api.get("/executions", params={"target": "service:jellyfin"})).json()["executions"]
+        assert [e["execution_id"] for e in listed] == [second["execution_id"], first["execution_id"]]
+        assert len((await api.get("/executions", params={"limit": 1})).json()["executions"]) == 1
+        refused = await api.get("/executions", params={"limit": "lots"})
+        assert refused.status_code == 400 and "limit" in refused.json()["message"]
+
+        radius = (await api.get("/entities/service:nfs-media/blast-radius", params={"depth": 1})).json()
+        assert radius["depth"] == 1
+        assert {e["slug"] for e in radius["entries"]} >= {"service:jellyfin", "service:sonarr", "service:radarr"}
+        unknown = await api.get("/entities/service:nope/blast-radius")
+        assert unknown.status_code == 404 and unknown.json()["error"] == "not_found"

@@ -15,6 +15,9 @@ HTTP_SURFACES: list[tuple[str, str]] = [
     ("POST", "/chat"),
     ("GET", "/sessions"),
     ("GET", f"/sessions/{SESSION}"),
+    ("GET", f"/sessions/{SESSION}/export.md"),
+    ("GET", f"/sessions/{SESSION}/export.json"),
+    ("GET", "/search?q=postgres"),
     ("GET", f"/turns/{SESSION}/events"),
     ("POST", "/query"),
     ("GET", "/openapi.json"),
@@ -27,6 +30,7 @@ HTTP_SURFACES: list[tuple[str, str]] = [
     ("GET", "/ui/sessions/"),
     ("GET", "/ui/sessions/nav/"),
     ("GET", "/ui/ledger/"),
+    ("GET", "/ui/search/?q=postgres"),
     ("GET", "/ui/approvals/"),
     ("POST", "/ui/approvals/decide/"),
 ]

@@ -14,6 +14,7 @@ from pytest_django.fixtures import Settings
 
 from agent.live import turn_registry_close
 from agent.models import AgentSession, Message, Turn
+from controlroom.investigation_feed import investigation_feed_close
 from controlroom.models import ApprovalDecision
 from controlroom.relay import oikos_relay_close
 from oikos_sim.server import RunningSim
@@ -34,6 +35,7 @@ async def control_room(oikos_settings: RunningSim, llm: FakeAnthropic) -> AsyncI
     yield oikos_settings
     await turn_registry_close()
     await oikos_relay_close()
+    await investigation_feed_close()
 
 
 def _pending_approval(oikos: RunningSim) -> str:

@@ -6,9 +6,6 @@ following a real oikos_sim: the claim is the row, so counting rows proves it.
 
 from __future__ import annotations
 
-import signal
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -22,7 +19,8 @@ from tests.fakes import FakeAnthropic
 from tests.fakes.anthropic_script import Reply
 from tests.fakes.daphne import LiveDatabase
 from tests.fakes.oikos_fixtures import AGENT_TOKEN, OPERATOR_TOKEN
-from tests.fakes.subprocesses import REPO_ROOT, clean_environ
+from tests.fakes.subprocesses import clean_environ
+from tests.fakes.watchers import WatchProcess
 
 # Cross-process: nothing to await but the database, so it is polled until this deadline.
 DEADLINE_SECONDS = 60.0
@@ -34,25 +32,6 @@ def watch_database(tmp_path: Path) -> Iterator[LiveDatabase]:
     database = LiveDatabase.create(tmp_path, name="watchers")
     yield database
     database.drop()
-
-
-class WatchProcess:
-    def __init__(self, env: dict[str, str]) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, "manage.py", "watch"],
-            cwd=REPO_ROOT,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-        )
-        assert self.process.stdout is not None
-        line = self.process.stdout.readline()
-        assert line.startswith("watching"), line
-
-    def terminate(self) -> int:
-        self.process.send_signal(signal.SIGTERM)
-        return self.process.wait(timeout=30)
 
 
 def _claims(database: LiveDatabase) -> list[tuple[str, str]]:

@@ -3,7 +3,8 @@
 The answer streams to stdout and each tool call gets one line on stderr, so `ask ... > answer.md`
 keeps just the answer. `--json` prints the event stream as JSON lines instead, for scripts (the
 model's `thinking` events included; the plain answer leaves thinking out). `--model` switches the
-session to another model of `HERMES_MODELS` from this question on.
+session to another model of `HERMES_MODELS` from this question on. When an MCP server asks for
+input mid-call (elicitation), `ask` prompts on the terminal; `--no-input` (or no terminal) declines.
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser, OutputWrapper
 
 from agent import presence
-from agent.engine.events import Approval, Done, Error, Event, TextDelta, ToolResult, ToolUse
+from agent.engine.events import Approval, Done, ElicitationEvent, Error, Event, TextDelta, ToolResult, ToolUse
 from agent.engine.runner import TurnRejected, turn_start
+from agent.management.terminal_elicitation import TerminalAnswerer
 from agent.tools.config import MCPConfigError
 from agent.tools.hub import tool_hub
 
@@ -45,6 +47,11 @@ class Command(BaseCommand):
         parser.add_argument(
             "--model", help="switch the session to this model (one of HERMES_MODELS) from this question on"
         )
+        parser.add_argument(
+            "--no-input",
+            action="store_true",
+            help="decline every question an MCP server asks during the turn (also without a terminal)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         session_id = _session_id_parse(options["session"])
@@ -53,7 +60,18 @@ class Command(BaseCommand):
         # died is freed by the next one at once.
         presence.presence_start("ask")
         try:
-            code = asyncio.run(_ask(options["question"], session_id, options["actor"], printer, model=options["model"]))
+            answerer = TerminalAnswerer(no_input=options["no_input"])
+            answerer.operator = options["actor"]
+            code = asyncio.run(
+                _ask(
+                    options["question"],
+                    session_id,
+                    options["actor"],
+                    printer,
+                    model=options["model"],
+                    answerer=answerer,
+                )
+            )
         except KeyboardInterrupt:
             code = EXIT_INTERRUPTED
         finally:
@@ -72,7 +90,13 @@ def _session_id_parse(raw: str | None) -> uuid.UUID | None:
 
 
 async def _ask(
-    question: str, session_id: uuid.UUID | None, actor: str, printer: Printer, *, model: str | None = None
+    question: str,
+    session_id: uuid.UUID | None,
+    actor: str,
+    printer: Printer,
+    *,
+    model: str | None = None,
+    answerer: TerminalAnswerer | None = None,
 ) -> int:
     try:
         hub = tool_hub()
@@ -81,7 +105,13 @@ async def _ask(
     try:
         try:
             handle = await turn_start(
-                text=question, actor=actor, origin="cli", session_id=session_id, hub=hub, model=model
+                text=question,
+                actor=actor,
+                origin="cli",
+                session_id=session_id,
+                hub=hub,
+                model=model,
+                answerer=answerer,
             )
         except TurnRejected as rejected:
             printer.rejected(rejected)
@@ -172,6 +202,10 @@ class TextPrinter(Printer):
                 f"[approval] {event.action} {event.target} ({event.risk_class}) is waiting for an operator: "
                 f"approval {event.approval_id}, execution {event.execution_id}\n",
             )
+        elif isinstance(event, ElicitationEvent) and event.status != "pending":
+            how = {"accept": "accepted", "decline": "declined", "cancel": "cancelled"}.get(event.status, event.status)
+            why = f": {event.reason}" if event.reason else ""
+            self._write(self.err, f"[question] {event.server} asked for input; {how}{why}\n")
         elif isinstance(event, Error):
             self._write(self.out, "\n")
             self._write(self.err, f"error ({event.code}): {event.message}\n")
