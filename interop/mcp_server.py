@@ -4,7 +4,10 @@
 whose actor is `peer:<name>` — and answers one text block holding a `hermes.ask.v1` envelope:
 `{"schema":"hermes.ask.v1","ok":true,"answer","session_id","turn_id","usage","latency_ms"}`, or
 `{"schema":"hermes.ask.v1","ok":false,"error":{"kind","message"}}` with `isError`. Arguments that
-break the schema are a JSON-RPC `invalid_params` error, as `garra_ask` does it.
+break the schema are such an error too (kind `invalid_arguments`, the message saying what is wrong):
+the MCP revision Hermes negotiates makes input validation errors tool results, so the calling model
+can read and fix them, rather than protocol errors it never sees. An unknown tool name stays a
+protocol error (`invalid_params`).
 
 The peer's name is `--peer`, else the name the client gives in `initialize`. A turn started here can
 never call that peer back (the depth guard), and `session_id` continues only sessions of that peer.
@@ -43,6 +46,7 @@ from mcp.types import (
 
 from agent.engine.budgets import Budgets
 from agent.engine.runner import TurnRejected, turn_start
+from agent.version import NAME, hermes_version
 from interop.selectors import session_belongs_to
 from interop.turns import turn_answer
 
@@ -81,12 +85,20 @@ def peer_name_from(client_name: str | None) -> str:
     return name or FALLBACK_PEER
 
 
-def _invalid(message: str) -> MCPError:
-    return MCPError(code=INVALID_PARAMS, message=f"{TOOL}: {message}")
+class ArgumentsInvalid(Exception):
+    """The arguments break `hermes_ask`'s schema; the message says how, for the calling model."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+def _invalid(message: str) -> ArgumentsInvalid:
+    return ArgumentsInvalid(f"{TOOL}: {message}")
 
 
 def arguments_parse(arguments: dict[str, Any]) -> tuple[str, uuid.UUID | None, int | None]:
-    """(message, session id, timeout) or `invalid_params`."""
+    """(message, session id, timeout) or `ArgumentsInvalid`."""
     unknown = sorted(set(arguments) - {"message", "session_id", "timeout_secs"})
     if unknown:
         raise _invalid(f"unknown argument {unknown[0]!r}")
@@ -119,7 +131,10 @@ def _failure(kind: str, message: str, **extra: Any) -> CallToolResult:
 
 async def hermes_ask(arguments: dict[str, Any], *, peer: str) -> CallToolResult:
     """Run one turn for `peer` and answer its envelope."""
-    message, session_id, timeout = arguments_parse(arguments)
+    try:
+        message, session_id, timeout = arguments_parse(arguments)
+    except ArgumentsInvalid as invalid:
+        return _failure("invalid_arguments", invalid.message)
     started = time.monotonic()
     actor = f"peer:{peer}"
     if session_id is not None and not await database_sync_to_async(session_belongs_to)(
@@ -174,4 +189,4 @@ def build_mcp_server(*, peer: str | None = None) -> Server[Any]:
         caller = peer or peer_name_from(client.client_info.name if client else None)
         return await hermes_ask(dict(params.arguments or {}), peer=caller)
 
-    return Server("hermes", version="1", on_list_tools=list_tools, on_call_tool=call_tool)
+    return Server(NAME, version=hermes_version(), on_list_tools=list_tools, on_call_tool=call_tool)

@@ -342,10 +342,14 @@ def outbound_exchange_record(
     return conversation.pk, conversation.turns
 
 
-def exchange_finish(*, exchange_id: int, reply: str = "", state: str, error: str = "") -> None:
+def exchange_finish(*, exchange_id: int, reply: str = "", state: str, error: str = "") -> str:
+    """Record how an exchange ended; returns the reason stored (for a cancel, the one noted by
+    `exchange_cancel_note` wins: one cancel, one reason, whichever path reports it)."""
     exchange = PeerExchange.objects.filter(pk=exchange_id).first()
     if exchange is None:
-        return
+        return error
+    if state == "canceled" and exchange.error and exchange.finished_at is None:
+        error = exchange.error
     now = timezone.now()
     exchange.reply = reply
     exchange.state = state
@@ -353,6 +357,13 @@ def exchange_finish(*, exchange_id: int, reply: str = "", state: str, error: str
     exchange.finished_at = now
     exchange.duration_ms = max(0, round((now - exchange.started_at).total_seconds() * 1000))
     exchange.save(update_fields=["reply", "state", "error", "finished_at", "duration_ms"])
+    return error
+
+
+def exchange_cancel_note(*, turn_id: uuid.UUID, reason: str) -> None:
+    """Note why the running exchange answered by `turn_id` is being cancelled, before the turn stops:
+    `exchange_finish` keeps this reason when the turn ends cancelled."""
+    PeerExchange.objects.filter(turn_id=turn_id, finished_at__isnull=True).update(error=reason)
 
 
 def exchange_turn_attach(*, exchange_id: int, turn_id: uuid.UUID) -> None:

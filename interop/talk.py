@@ -49,7 +49,10 @@ ENDINGS = {
 # Refusals that are the stop rule ending the conversation, not failures.
 RULE_STOPS = frozenset({"turn_cap", "wall_clock", "closed"})
 # Refusals that happen before anything goes on the wire.
-NOTHING_SENT = frozenset({"not_allowed", "depth_guard", "invalid_message", "too_long", "rate_limited"})
+# (`forbidden_address`: the peer's address was refused before any connection.)
+NOTHING_SENT = frozenset(
+    {"not_allowed", "depth_guard", "invalid_message", "too_long", "rate_limited", "forbidden_address"}
+)
 CUT_NOTE = "\n[cut to fit the peer's limit]"
 
 Line = Literal["sent", "received", "unsent", "summary"]

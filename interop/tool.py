@@ -94,6 +94,17 @@ def send_result_text(result: SendResult) -> str:
         why = STOP_REASONS.get(result.stop_reason, result.stop_reason)
         why = why.format(state=result.state, max_turns=result.max_turns)
         note = f"{status}. The conversation is now closed: {why}. Do not message {result.peer} again about this."
+    elif result.state == "input_required":
+        note = (
+            f"{status}. {result.peer} is waiting for input: its question is above. To answer it, call a2a_send "
+            f'with task_id="{result.thread_id}".'
+        )
+    elif result.state == "auth_required":
+        note = (
+            f"{status}. {result.peer} asks for authentication (its request is above), which a2a_send cannot give: "
+            "tell your operator what it asks for. "
+            f'To continue once it is settled, call a2a_send with task_id="{result.thread_id}".'
+        )
     else:
         note = f'{status}. To continue this conversation, call a2a_send with task_id="{result.thread_id}".'
     return untrusted_wrap(reply, source=result.peer) + f"\n[Hermes: {note}]"

@@ -15,7 +15,6 @@ import time
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
-from importlib.metadata import version
 from typing import Any, TypeVar, cast
 
 import httpx2
@@ -38,6 +37,7 @@ from mcp_types import RequestParamsMeta
 from agent.tools.config import ServerConfig
 from agent.tools.elicitation import ElicitationAnswer
 from agent.tools.stderr import StderrRelay
+from agent.version import NAME, hermes_version
 
 logger = logging.getLogger(__name__)
 
@@ -53,7 +53,8 @@ CallElicitor = Callable[[str, dict[str, Any], float], Awaitable[ElicitationAnswe
 # matched to its call by `ServerConnection._elicitor_for`.
 _call_elicitor: contextvars.ContextVar[_CallInFlight | None] = contextvars.ContextVar("mcp_call", default=None)
 
-CLIENT_INFO = Implementation(name="hermes", version=version("mcp"))
+# Who Hermes says it is to every MCP server it connects to.
+CLIENT_INFO = Implementation(name=NAME, version=hermes_version())
 
 # Tool results can be large (logs, snapshots); the SDK's default 1 MiB cap per SSE event would turn
 # a big but legitimate answer into a transport error. The engine bounds what reaches the model.

@@ -44,40 +44,54 @@ _HEAD_SHARE = 0.8
 
 
 def tool_result_blocks(result: CallToolResult) -> list[dict[str, Any]]:
-    """Anthropic content blocks for a tool result: one text block, then any images.
+    """Anthropic content blocks for a tool result, in the order the server sent its content.
 
-    Text contents (and embedded text resources) are joined into one text block; with no text at
-    all, `structured_content` stands in as JSON. Never empty: the API rejects empty text blocks,
-    and a model told nothing about an empty result tends to call the tool again.
+    Consecutive text contents (and embedded text resources, and the notes standing in for what the
+    model cannot read) are joined into one text block; images keep their place between them, so a
+    caption stays next to its picture. With no text at all, `structured_content` stands in as JSON,
+    first. Never empty: the API rejects empty text blocks, and a model told nothing about an empty
+    result tends to call the tool again.
     """
-    texts: list[str] = []
-    images: list[dict[str, Any]] = []
-    for item in result.content:
-        if isinstance(item, TextContent):
-            texts.append(item.text)
-        elif isinstance(item, ImageContent):
-            if item.mime_type in ANTHROPIC_IMAGE_TYPES:
-                images.append(
-                    {
-                        "type": "image",
-                        "source": {"type": "base64", "media_type": item.mime_type, "data": item.data},
-                    }
-                )
-            else:
-                texts.append(f"[image of type {item.mime_type} omitted: the model cannot read it]")
-        elif isinstance(item, EmbeddedResource):
-            texts.append(_resource_text(item.resource))
-        elif isinstance(item, ResourceLink):
-            texts.append(f"[resource link: {item.name} <{item.uri}>]")
-        elif isinstance(item, AudioContent):
-            texts.append(f"[audio of type {item.mime_type} omitted: the model cannot hear it]")
-    if not texts and result.structured_content is not None:
-        texts.append(json.dumps(result.structured_content, ensure_ascii=False))
     blocks: list[dict[str, Any]] = []
-    if texts:
-        blocks.append({"type": "text", "text": "\n".join(texts) or EMPTY_RESULT_TEXT})
-    blocks.extend(images)
+    texts: list[str] = []
+    seen_text = False
+
+    def texts_flush() -> None:
+        if texts:
+            blocks.append({"type": "text", "text": "\n".join(texts) or EMPTY_RESULT_TEXT})
+            texts.clear()
+
+    for item in result.content:
+        text = _content_text(item)
+        if text is not None:
+            texts.append(text)
+            seen_text = True
+        elif isinstance(item, ImageContent):
+            texts_flush()
+            blocks.append(
+                {"type": "image", "source": {"type": "base64", "media_type": item.mime_type, "data": item.data}}
+            )
+    texts_flush()
+    if not seen_text and result.structured_content is not None:
+        blocks.insert(0, {"type": "text", "text": json.dumps(result.structured_content, ensure_ascii=False)})
     return blocks or [{"type": "text", "text": EMPTY_RESULT_TEXT}]
+
+
+def _content_text(item: object) -> str | None:
+    """What a content item says as text; None for an image the model can see."""
+    if isinstance(item, TextContent):
+        return item.text
+    if isinstance(item, ImageContent):
+        if item.mime_type in ANTHROPIC_IMAGE_TYPES:
+            return None
+        return f"[image of type {item.mime_type} omitted: the model cannot read it]"
+    if isinstance(item, EmbeddedResource):
+        return _resource_text(item.resource)
+    if isinstance(item, ResourceLink):
+        return f"[resource link: {item.name} <{item.uri}>]"
+    if isinstance(item, AudioContent):
+        return f"[audio of type {item.mime_type} omitted: the model cannot hear it]"
+    return None
 
 
 def tool_result_structured(result: CallToolResult) -> Any | None:

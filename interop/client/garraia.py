@@ -1,7 +1,8 @@
 """GarraIA's A2A dialect, client side: `POST /a2a/tasks`, answered synchronously.
 
 Re-posting a task id continues its conversation (even after `completed`); the reply is the last
-`messages` entry with role `agent`, as GarraIA's own client reads it.
+`messages` entry with role `agent` (or `assistant`, which GarraIA accepts too), as GarraIA's own
+client reads it.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from interop.client.reply import PeerCallError, RemoteReply
 from interop.peers import Peer
 
 STATES = frozenset({"submitted", "working", "completed", "failed", "canceled"})
+# GarraIA writes its replies with role `agent`, and accepts `assistant` as the same thing.
+AGENT_ROLES = frozenset({"agent", "assistant"})
 
 
 def garraia_http_client(peer: Peer, policy: PeerPolicy) -> httpx2.AsyncClient:
@@ -56,7 +59,7 @@ def _reply(peer: Peer, task: Any, task_id: str) -> RemoteReply:
         raise PeerCallError("protocol", f"{peer.name} answered without a task's messages")
     status = task.get("status")
     state = status if status in STATES else "unknown"
-    agent = [m for m in task["messages"] if isinstance(m, dict) and m.get("role") == "agent"]
+    agent = [m for m in task["messages"] if isinstance(m, dict) and m.get("role") in AGENT_ROLES]
     parts = agent[-1].get("parts", []) if agent else []
     text = "\n".join(p["text"] for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str))
     remote_id = task["id"] if isinstance(task.get("id"), str) and task["id"] else task_id

@@ -34,19 +34,21 @@ from a2a.utils.errors import InvalidParamsError
 from channels.db import database_sync_to_async
 from django.conf import settings
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from agent.redaction import redact
 from interop.server.auth import PEER_SCOPE_KEY
-from interop.server.card import JSONRPC_PATH, REST_PREFIX, a2a_card, card_base_url
+from interop.server.card import JSONRPC_PATH, REST_PREFIX, a2a_card, card_base_url, card_response
 from interop.server.conversation import (
+    PEER_CANCEL_REASON,
     ConversationRefused,
     InboundRejected,
     inbound_cancel,
     inbound_text,
     inbound_turn,
 )
+from interop.server.stream import TaskStreamer
 from interop.server.task_store import (
     TASK_TURN_KEY,
     DatabaseTaskEventStream,
@@ -79,7 +81,8 @@ class PeerContextBuilder(DefaultServerCallContextBuilder):
 
 
 class HermesExecutor(AgentExecutor):
-    """Each message: one Hermes turn in the conversation of its `contextId`, answered as an artifact.
+    """Each message: one Hermes turn in the conversation of its `contextId`, answered as an artifact
+    streamed as it is written (`interop.server.stream`).
 
     The task is created only once the turn has started: a message the conversation refuses (closed,
     over its turn cap, busy, rate limited) or whose turn cannot start is answered with a plain agent
@@ -91,6 +94,7 @@ class HermesExecutor(AgentExecutor):
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         task_id, context_id = str(context.task_id), str(context.context_id)
         updater = TaskUpdater(event_queue, task_id, context_id)
+        streamer = TaskStreamer(updater)
         peer = context.call_context.user.user_name
 
         async def started(turn_id: uuid.UUID, session_id: uuid.UUID) -> bool:
@@ -112,7 +116,12 @@ class HermesExecutor(AgentExecutor):
 
         try:
             reply = await inbound_turn(
-                peer=peer, dialect=DIALECT, external_id=context_id, text=context.get_user_input(), on_start=started
+                peer=peer,
+                dialect=DIALECT,
+                external_id=context_id,
+                text=context.get_user_input(),
+                on_start=started,
+                follow=streamer.follow,
             )
         except (ConversationRefused, InboundRejected) as refused:
             if context.current_task is not None:
@@ -129,11 +138,11 @@ class HermesExecutor(AgentExecutor):
             return
         metadata: dict[str, Any] = {"hermes_session_id": str(reply.session_id), "hermes_turn_id": str(reply.turn_id)}
         if reply.state == "completed":
-            parts = [Part(text=reply.text)]
-            await updater.add_artifact(parts, name="response", metadata=metadata)
-            await updater.complete(message=updater.new_agent_message(parts, metadata=metadata))
+            await streamer.finish(reply.text, metadata=metadata)
+            await updater.complete(message=updater.new_agent_message([Part(text=reply.text)], metadata=metadata))
         elif reply.state == "canceled":
-            await updater.cancel(message=updater.new_agent_message([Part(text="Cancelled.")], metadata=metadata))
+            why = reply.error or PEER_CANCEL_REASON
+            await updater.cancel(message=updater.new_agent_message([Part(text=why)], metadata=metadata))
         else:
             text = f"Hermes could not answer: {reply.error or 'the turn failed'}"
             await updater.failed(message=updater.new_agent_message([Part(text=text)], metadata=metadata))
@@ -141,7 +150,7 @@ class HermesExecutor(AgentExecutor):
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         # The SDK cancels `execute` right after this; its cancellation stops the Hermes turn.
         updater = TaskUpdater(event_queue, str(context.task_id), str(context.context_id))
-        await updater.cancel(message=updater.new_agent_message([Part(text="Cancelled by the peer.")]))
+        await updater.cancel(message=updater.new_agent_message([Part(text=PEER_CANCEL_REASON)]))
 
 
 def message_admit(message: Message) -> None:
@@ -192,11 +201,11 @@ class HermesRequestHandler(DefaultRequestHandler):
         return task
 
 
-async def agent_card(request: Request) -> JSONResponse:
+async def agent_card(request: Request) -> Response:
     base_url = card_base_url(request)
     if base_url is None:
         return JSONResponse({"error": "this host name is not one Hermes answers to"}, status_code=400)
-    return JSONResponse(agent_card_to_dict(a2a_card(base_url)))
+    return card_response(request, agent_card_to_dict(a2a_card(base_url)))
 
 
 def a2a_routes() -> list[BaseRoute]:

@@ -9,7 +9,8 @@ trusted proxy only), and `HERMES_URL_PREFIX`.
 
 from __future__ import annotations
 
-import tomllib
+import hashlib
+import json
 from typing import Any
 
 from a2a.types import (
@@ -25,8 +26,10 @@ from a2a.types import (
 from a2a.utils.constants import TransportProtocol
 from django.conf import settings
 from starlette.requests import Request
+from starlette.responses import Response
 
 from access.hosts import host_allowed, scope_host, scope_scheme
+from agent.version import hermes_version
 
 JSONRPC_PATH = "/a2a/jsonrpc"
 REST_PREFIX = "/a2a/rest"
@@ -41,11 +44,8 @@ SKILL_ID = "homelab-operator"
 SKILL_NAME = "Homelab operator"
 SKILL_DESCRIPTION = "Investigate the homelab (health, blast radius, logs, metrics, history) and explain it."
 SKILL_TAGS = ["oikos", "homelab", "operations"]
-
-
-def agent_version() -> str:
-    with (settings.BASE_DIR / "pyproject.toml").open("rb") as handle:
-        return str(tomllib.load(handle)["project"]["version"])
+# Peers may keep a card this long, then revalidate it with its ETag (a 304 costs no body).
+CARD_MAX_AGE_SECONDS = 300
 
 
 def card_base_url(request: Request) -> str | None:
@@ -71,7 +71,7 @@ def a2a_card(base_url: str) -> AgentCard:
     return AgentCard(
         name=settings.HERMES_A2A_NAME,
         description=DESCRIPTION,
-        version=agent_version(),
+        version=hermes_version(),
         supported_interfaces=interfaces,
         capabilities=AgentCapabilities(streaming=True, push_notifications=False),
         security_schemes={SECURITY_SCHEME: SecurityScheme(http_auth_security_scheme=bearer)},
@@ -94,8 +94,25 @@ def garraia_card(base_url: str) -> dict[str, Any]:
     return {
         "name": settings.HERMES_A2A_NAME,
         "url": base_url,
-        "version": agent_version(),
+        "version": hermes_version(),
         "description": DESCRIPTION,
         "capabilities": {"streaming": False, "pushNotifications": False},
         "skills": [{"id": SKILL_ID, "name": SKILL_NAME, "description": SKILL_DESCRIPTION, "tags": SKILL_TAGS}],
     }
+
+
+def card_response(request: Request, card: dict[str, Any]) -> Response:
+    """A card as JSON with caching headers: `ETag` (a digest of the exact body), `Cache-Control`, and
+    304 without a body when the peer's `If-None-Match` names the card it already has."""
+    body = json.dumps(card, ensure_ascii=False, separators=(",", ":"), sort_keys=True).encode()
+    etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
+    headers = {"ETag": etag, "Cache-Control": f"public, max-age={CARD_MAX_AGE_SECONDS}"}
+    if _etag_matches(request.headers.get("if-none-match", ""), etag):
+        return Response(status_code=304, headers=headers)
+    return Response(body, media_type="application/json", headers=headers)
+
+
+def _etag_matches(header: str, etag: str) -> bool:
+    # A weak comparison, as RFC 9110 asks of If-None-Match: `W/` is ignored.
+    tags = {tag.strip().removeprefix("W/") for tag in header.split(",")}
+    return "*" in tags or etag in tags

@@ -21,15 +21,17 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
 from channels.db import database_sync_to_async
 from django.conf import settings
 
 from agent.engine.budgets import Budgets
+from agent.engine.events import Event
 from agent.engine.runner import TurnHandle, TurnRejected, turn_start
 from agent.live import turn_registry
 from agent.redaction import redact
@@ -38,17 +40,24 @@ from interop import services
 from interop.services import ConversationRefused
 from interop.turns import turn_answer
 
+logger = logging.getLogger(__name__)
+
 TURN_STATES = {"done": "completed", "cancelled": "canceled"}
 # A message whose turn has not started yet (it is being set up) keeps the conversation busy this long
 # at most; past that its process died before the turn began.
 STARTING_GRACE_SECONDS = 30.0
 # How long a cancel waits for the turn to have stopped before it answers anyway.
 CANCEL_WAIT_SECONDS = 5.0
+# The one reason every surface gives for a turn the peer cancelled (CancelTask, GarraIA's cancel,
+# or a GarraIA client hanging up).
+PEER_CANCEL_REASON = "Cancelled by the peer."
 CANCEL_POLL_SECONDS = 0.1
 
 # Called with the turn's and its session's ids once it runs; answering False cancels it (its task
 # was cancelled first).
 TurnStarted = Callable[[uuid.UUID, uuid.UUID], Awaitable[bool]]
+# Reads the turn's events, from its start to its `done`, while it runs (A2A streaming).
+TurnFollower = Callable[[AsyncIterator[Event]], Awaitable[None]]
 
 
 @dataclass(frozen=True)
@@ -60,6 +69,7 @@ class InboundReply:
     state: str  # completed, failed, canceled
     error: str
     latency_ms: int
+    error_code: str = ""
 
 
 class InboundRejected(Exception):
@@ -91,10 +101,18 @@ def inbound_budgets() -> Budgets:
 
 
 async def inbound_turn(
-    *, peer: str, dialect: str, external_id: str, text: str, on_start: TurnStarted | None = None
+    *,
+    peer: str,
+    dialect: str,
+    external_id: str,
+    text: str,
+    on_start: TurnStarted | None = None,
+    follow: TurnFollower | None = None,
 ) -> InboundReply:
     """Run one Hermes turn for a peer's message and return its answer.
 
+    `follow`, when given, reads the turn's events as they happen (from its start, once `on_start`
+    agreed), alongside the wait for its answer.
     Raises `ConversationRefused` (closed, turn cap, busy, rate limited) or `InboundRejected`;
     either way nothing ran and nothing was written. If the caller is cancelled, the turn is
     cancelled too. The reply's text and error are redacted.
@@ -124,18 +142,29 @@ async def inbound_turn(
         )
         if on_start is not None and not await on_start(handle.turn_id, handle.session_id):
             handle.cancel()
-        answer = await turn_answer(handle)
+        if follow is None:
+            answer = await turn_answer(handle)
+        else:
+            # A follower that fails (its peer's stream went away) loses the live view, not the answer.
+            answered, followed = await asyncio.gather(
+                turn_answer(handle), follow(handle.events()), return_exceptions=True
+            )
+            if isinstance(answered, BaseException):
+                raise answered
+            answer = answered
+            if isinstance(followed, Exception):
+                logger.warning("Streaming turn %s to its peer failed: %s", handle.turn_id, followed)
     except asyncio.CancelledError:
         handle.cancel()
         await handle.wait()
         await database_sync_to_async(services.exchange_finish)(
-            exchange_id=begun.exchange_id, state="canceled", error="cancelled by the peer"
+            exchange_id=begun.exchange_id, state="canceled", error=PEER_CANCEL_REASON
         )
         raise
     state = TURN_STATES.get(answer.status, "failed")
-    reply, error = redact(answer.text), redact(answer.error)
-    await database_sync_to_async(services.exchange_finish)(
-        exchange_id=begun.exchange_id, reply=reply, state=state, error=error
+    reply = redact(answer.text)
+    error = await database_sync_to_async(services.exchange_finish)(
+        exchange_id=begun.exchange_id, reply=reply, state=state, error=redact(answer.error)
     )
     return InboundReply(
         conversation_id=begun.conversation_id,
@@ -145,6 +174,7 @@ async def inbound_turn(
         state=state,
         error=error,
         latency_ms=round((time.monotonic() - started) * 1000),
+        error_code=answer.error_code,
     )
 
 
@@ -178,8 +208,10 @@ async def _turn_start(peer: str, text: str, begun: services.ExchangeBegun) -> Tu
 async def inbound_cancel(turn_id: uuid.UUID) -> bool:
     """Stop the turn answering a conversation, in whichever process runs it, and wait until it has
     stopped (`CANCEL_WAIT_SECONDS` at most), so that the conversation takes its next message as soon
-    as the cancel is answered. Returns whether the turn is no longer running.
+    as the cancel is answered. Returns whether the turn is no longer running. The exchange records
+    `PEER_CANCEL_REASON`, which the peer is told on every path.
     """
+    await database_sync_to_async(services.exchange_cancel_note)(turn_id=turn_id, reason=PEER_CANCEL_REASON)
     await turn_registry().turn_stop(turn_id=turn_id)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + CANCEL_WAIT_SECONDS
@@ -193,4 +225,12 @@ async def inbound_cancel(turn_id: uuid.UUID) -> bool:
         await asyncio.sleep(CANCEL_POLL_SECONDS)
 
 
-__all__ = ["ConversationRefused", "InboundRejected", "InboundReply", "inbound_cancel", "inbound_text", "inbound_turn"]
+__all__ = [
+    "PEER_CANCEL_REASON",
+    "ConversationRefused",
+    "InboundRejected",
+    "InboundReply",
+    "inbound_cancel",
+    "inbound_text",
+    "inbound_turn",
+]

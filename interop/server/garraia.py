@@ -5,7 +5,9 @@
 - `POST /a2a/tasks {id?, message{role, parts[{"type":"text","text"}]}, metadata?}` → answered
   synchronously with `{id, status, messages[user, agent], artifacts[{name:"response", parts,
   index:0}], metadata}`; posting the same `id` again continues the conversation, even after
-  `completed`;
+  `completed`. A turn that fails is HTTP 502 (504 when it ran out of time) and one cancelled is
+  409, each `{error, ...the task}`: GarraIA's client takes any 200's last agent message as the
+  answer, and would hand "Hermes could not answer" to its model as one;
 - `GET /a2a/tasks/<id>` (404 unknown) and `POST /a2a/tasks/<id>/cancel` (404 unknown, 409 finished).
 
 `status` is only ever `submitted`, `working`, `completed`, `failed` or `canceled`.
@@ -26,13 +28,19 @@ from typing import Any, TypeVar
 from channels.db import database_sync_to_async
 from django.conf import settings
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from interop.selectors import ExchangeView, inbound_last_exchange
 from interop.server.auth import PEER_SCOPE_KEY
-from interop.server.card import card_base_url, garraia_card
-from interop.server.conversation import ConversationRefused, InboundRejected, inbound_cancel, inbound_turn
+from interop.server.card import card_base_url, card_response, garraia_card
+from interop.server.conversation import (
+    PEER_CANCEL_REASON,
+    ConversationRefused,
+    InboundRejected,
+    inbound_cancel,
+    inbound_turn,
+)
 
 DIALECT = "garraia"
 TASK_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$")
@@ -66,11 +74,11 @@ def task_json(task_id: str, view: ExchangeView) -> dict[str, Any]:
     return {"id": task_id, "status": status, "messages": messages, "artifacts": artifacts, "metadata": metadata}
 
 
-async def agent_card(request: Request) -> JSONResponse:
+async def agent_card(request: Request) -> Response:
     base_url = card_base_url(request)
     if base_url is None:
         return _error(400, "this host name is not one Hermes answers to")
-    return JSONResponse(garraia_card(base_url))
+    return card_response(request, garraia_card(base_url))
 
 
 async def task_create(request: Request) -> JSONResponse:
@@ -84,7 +92,9 @@ async def task_create(request: Request) -> JSONResponse:
         return _error(400, parsed)
     task_id, text = parsed
     try:
-        await _unless_disconnected(request, inbound_turn(peer=peer, dialect=DIALECT, external_id=task_id, text=text))
+        reply = await _unless_disconnected(
+            request, inbound_turn(peer=peer, dialect=DIALECT, external_id=task_id, text=text)
+        )
     except CallerGone:
         # Nobody reads this answer; the status is for the access log.
         return _error(499, "the client disconnected; the turn was cancelled")
@@ -95,7 +105,13 @@ async def task_create(request: Request) -> JSONResponse:
         return _error(REJECTION_STATUS.get(rejected.code, 503), rejected.message)
     view = await _task_view(request, task_id)
     assert view is not None
-    return JSONResponse(task_json(task_id, view))
+    task = task_json(task_id, view)
+    if reply.state == "completed":
+        return JSONResponse(task)
+    # GarraIA's client reads the last agent message of any 2xx answer as the answer: a turn that
+    # failed or was cancelled is an error status, with GarraIA's error shape beside the task.
+    status = 409 if reply.state == "canceled" else 504 if reply.error_code == "timeout" else 502
+    return JSONResponse({"error": task["messages"][-1]["parts"][0]["text"], **task}, status_code=status)
 
 
 class CallerGone(Exception):
@@ -184,7 +200,7 @@ async def task_cancel(request: Request) -> JSONResponse:
         return _error(409, f"task {task_id} is only starting; cancel it again in a moment")
     # Answered once the turn has stopped, so the same id takes its next message at once.
     await inbound_cancel(view.turn_id)
-    cancelled = dataclasses.replace(view, state="canceled", error="cancelled by the peer")
+    cancelled = dataclasses.replace(view, state="canceled", error=PEER_CANCEL_REASON)
     return JSONResponse(task_json(task_id, cancelled))
 
 

@@ -18,7 +18,8 @@ room) are settled when read: the task is written terminal (CANCELED, or FAILED s
 new version, so GetTask, ListTasks and SubscribeToTask all see the end instead of WORKING forever.
 
 `DatabaseTaskEventStream` lets SubscribeToTask follow a task running in another process: it polls
-the task's row (like the SDK's own database event stream) and yields each new version.
+the task's row (like the SDK's own database event stream) and yields what each new version changed
+(text appended to the answer, a new status), as the owner's stream would.
 """
 
 from __future__ import annotations
@@ -31,7 +32,17 @@ from a2a.server.cluster import ConcurrentTaskModificationError, StoredTask, Task
 from a2a.server.cluster.event_stream import TaskEventStream, VersionedEvent
 from a2a.server.context import ServerCallContext
 from a2a.server.events.event_queue import Event
-from a2a.types import ListTasksRequest, ListTasksResponse, Message, Part, Role, Task, TaskState
+from a2a.types import (
+    ListTasksRequest,
+    ListTasksResponse,
+    Message,
+    Part,
+    Role,
+    Task,
+    TaskArtifactUpdateEvent,
+    TaskState,
+    TaskStatusUpdateEvent,
+)
 from a2a.utils.constants import DEFAULT_LIST_TASKS_PAGE_SIZE, MAX_LIST_TASKS_PAGE_SIZE
 from channels.db import database_sync_to_async
 from django.conf import settings
@@ -41,6 +52,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from agent.models import Turn
 from interop.models import A2ATask
+from interop.server.conversation import PEER_CANCEL_REASON
 
 POLL_SECONDS = 0.5
 # The task metadata key naming the Hermes turn that answers the task.
@@ -54,16 +66,16 @@ TERMINAL = {
 TERMINAL_NAMES = {TaskState.Name(state) for state in TERMINAL}
 # What a task reads as once its turn stopped without it: (state, what the peer is told).
 SETTLED_BY_TURN = {
-    Turn.Status.CANCELLED: (
-        TaskState.TASK_STATE_CANCELED,
-        "Cancelled: the Hermes turn answering this task was stopped.",
-    ),
+    # The turn's own reason ("Cancelled by the operator."), as the task's owner reports it.
+    Turn.Status.CANCELLED: (TaskState.TASK_STATE_CANCELED, "{error}"),
     Turn.Status.INTERRUPTED: (
         TaskState.TASK_STATE_FAILED,
         "The Hermes process answering this task stopped before it finished; send the message again.",
     ),
     Turn.Status.ERROR: (TaskState.TASK_STATE_FAILED, "Hermes could not answer: {error}"),
 }
+
+_UNSAID = {TaskState.TASK_STATE_CANCELED: "Cancelled.", TaskState.TASK_STATE_FAILED: "the turn failed"}
 
 
 def _owner(context: ServerCallContext) -> str:
@@ -101,6 +113,7 @@ def task_save(*, task: Task, owner: str, prev_version: int) -> int:
             if task.status.state == TaskState.TASK_STATE_CANCELED:
                 if row is None or row.state in TERMINAL_NAMES:
                     raise ConcurrentTaskModificationError(task.id)
+                _cancel_reason_give(task, stored=row.data)
             elif (row.version if row is not None else 0) != prev_version:
                 raise ConcurrentTaskModificationError(task.id)
             data = MessageToDict(task)
@@ -123,6 +136,23 @@ def task_save(*, task: Task, owner: str, prev_version: int) -> int:
     except IntegrityError:
         # Two first writes of one task id: the second loses, like a stale version.
         raise ConcurrentTaskModificationError(task.id) from None
+
+
+def _cancel_reason_give(task: Task, *, stored: dict) -> None:
+    """A cancel written from another process (the SDK copies the live task and flips its state) still
+    carries the task's last working message ("Calling the tool …"): it gets the peer's cancel reason
+    instead, the one every other path gives. The SDK answers CancelTask with this same object."""
+    carried = (stored.get("status") or {}).get("message", {}).get("messageId")
+    if task.status.HasField("message") and task.status.message.message_id != carried:
+        return
+    message = Message(
+        role=Role.ROLE_AGENT,
+        message_id=uuid.uuid4().hex,
+        task_id=task.id,
+        context_id=task.context_id,
+        parts=[Part(text=PEER_CANCEL_REASON)],
+    )
+    task.status.message.CopyFrom(message)
 
 
 def _turn_named(data: dict) -> uuid.UUID | None:
@@ -180,7 +210,7 @@ def tasks_settle(*, task_id: str | None = None, owner: str | None = None) -> int
                 message_id=uuid.uuid4().hex,
                 task_id=task.id,
                 context_id=task.context_id,
-                parts=[Part(text=text.format(error=row.turn.error or "the turn failed"))],
+                parts=[Part(text=text.format(error=row.turn.error or _UNSAID[state]))],
             )
             message.metadata.update(metadata)
             if task.status.HasField("message"):
@@ -266,8 +296,13 @@ class DatabaseTaskStore(VersionedTaskStore):
 
 
 class DatabaseTaskEventStream(TaskEventStream):
-    """Follows a task that another process runs, by polling its row: each new version is yielded as
-    the task itself, until it is terminal (or gone). Nothing is published: the row is the stream."""
+    """Follows a task that another process runs, by polling its row until it is terminal (or gone).
+    Nothing is published: the row is the stream.
+
+    Each new version is told as what changed since the one before, as the owner's own stream tells
+    it: text appended to an artifact as an artifact update with `append`, a replaced or new artifact
+    whole, a new status as a status update. (The first version read, when it is already past the
+    subscriber's snapshot, is sent as the task itself.)"""
 
     def __init__(self, *, poll_seconds: float = POLL_SECONDS) -> None:
         self.poll_seconds = poll_seconds
@@ -277,16 +312,48 @@ class DatabaseTaskEventStream(TaskEventStream):
 
     async def subscribe(self, task_id: str, *, after: TaskVersion) -> AsyncGenerator[VersionedEvent, None]:
         last = after
+        previous: Task | None = None
         while True:
             stored = await database_sync_to_async(task_stored)(task_id=task_id, owner=None)
             if stored is None:
                 return
             if stored.version.is_after(last):
                 last = stored.version
-                yield VersionedEvent(event=stored.task, version=stored.version)
+                changes = [stored.task] if previous is None else task_changes(previous, stored.task)
+                for event in changes:
+                    yield VersionedEvent(event=event, version=stored.version)
                 if stored.task.status.state in TERMINAL:
                     return
+            previous = stored.task
             await asyncio.sleep(self.poll_seconds)
 
     async def destroy(self, task_id: str) -> None:
         del task_id
+
+
+def task_changes(before: Task, after: Task) -> list[Event]:
+    """The events that turn `before` into `after`: artifact updates, then a status update."""
+    events: list[Event] = []
+    known = {artifact.artifact_id: artifact for artifact in before.artifacts}
+    for artifact in after.artifacts:
+        old = known.get(artifact.artifact_id)
+        if old is not None and old == artifact:
+            continue
+        update = TaskArtifactUpdateEvent(task_id=after.id, context_id=after.context_id)
+        grown = (
+            old is not None
+            and len(artifact.parts) > len(old.parts)
+            and list(artifact.parts[: len(old.parts)]) == list(old.parts)
+        )
+        update.artifact.CopyFrom(artifact)
+        if grown:
+            assert old is not None
+            del update.artifact.parts[:]
+            update.artifact.parts.extend(artifact.parts[len(old.parts) :])
+            update.append = True
+        # The answer's own artifact names its turn (`TaskStreamer.finish`); the chunks before it do not.
+        update.last_chunk = after.status.state in TERMINAL or TASK_TURN_KEY in artifact.metadata
+        events.append(update)
+    if after.status != before.status:
+        events.append(TaskStatusUpdateEvent(task_id=after.id, context_id=after.context_id, status=after.status))
+    return events

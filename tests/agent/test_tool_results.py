@@ -39,6 +39,18 @@ class TestBlocks:
             {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}},
         ]
 
+    def test_text_and_images_keep_the_order_the_server_sent(self) -> None:
+        image = ImageContent(data=PNG, mime_type="image/png")
+        result = CallToolResult(
+            content=[image, TextContent(text="above: the edge"), TextContent(text="below: the core"), image]
+        )
+        picture = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}}
+        assert tool_result_blocks(result) == [
+            picture,
+            {"type": "text", "text": "above: the edge\nbelow: the core"},
+            picture,
+        ]
+
     def test_images_the_api_cannot_take_become_a_note(self) -> None:
         result = CallToolResult(content=[ImageContent(data="AAAA", mime_type="image/tiff")])
         [block] = tool_result_blocks(result)

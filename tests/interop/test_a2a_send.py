@@ -244,6 +244,15 @@ class TestStopRule:
         assert garra.seen == []
 
 
+async def test_a_garraia_reply_with_role_assistant_is_read_as_the_reply(garra: FakeGarraPeer) -> None:
+    garra.reply_role = "assistant"
+    garra.script("Caddy was reloaded at 09:12.")
+    tool = A2ASendTool(book(garra={"url": garra.url, "dialect": "garraia"}))
+    result = await send(tool, url="garra", message="What changed on the proxy?")
+    assert not result.is_error and "Caddy was reloaded at 09:12." in text(result)
+    assert "(the peer sent no text)" not in text(result)
+
+
 async def test_a_model_messages_a_peer_and_the_reply_comes_back_untrusted_and_in_the_ledger(
     llm: FakeAnthropic, garra: FakeGarraPeer
 ) -> None:

@@ -86,6 +86,19 @@ def test_the_card_advertises_both_bindings_and_the_bearer_scheme(hermes: DaphneS
     assert card["protocolVersion"] == "0.3" and card["security"] == [{"bearer": []}]
 
 
+@pytest.mark.parametrize("path", ["/.well-known/agent-card.json", "/.well-known/agent.json"])
+def test_the_cards_can_be_cached_and_revalidated(hermes: DaphneServer, path: str) -> None:
+    first = httpx2.get(hermes.url + path)
+    etag = first.headers["etag"]
+    assert first.status_code == 200 and etag.startswith('"') and "max-age=" in first.headers["cache-control"]
+    assert httpx2.get(hermes.url + path).headers["etag"] == etag  # the same card, the same tag
+
+    unchanged = httpx2.get(hermes.url + path, headers={"If-None-Match": f'W/"stale", {etag}'})
+    assert unchanged.status_code == 304 and unchanged.content == b"" and unchanged.headers["etag"] == etag
+    changed = httpx2.get(hermes.url + path, headers={"If-None-Match": '"something-else"'})
+    assert changed.status_code == 200 and changed.json() == first.json()
+
+
 @pytest.mark.parametrize(
     ("peer", "bindings", "streaming"),
     [("sdk-jsonrpc", None, True), ("sdk-rest", [TransportProtocol.HTTP_JSON], False)],

@@ -127,6 +127,17 @@ def test_a_url_off_the_allowlist_is_refused_without_connecting(
     assert fake_llm.requests == []
 
 
+def test_a_peer_at_a_forbidden_address_is_refused_before_sending_with_exit_2(
+    fake_llm: FakeAnthropic, fresh_database: str, tmp_path: Path
+) -> None:
+    peers = {"metadata": {"url": "http://169.254.169.254", "dialect": "garraia"}}
+    env = hermes_a_env(fresh_database, fake_llm, tmp_path, peers)
+    run = manage("a2a_talk", "metadata", "hello?", env=env)
+    assert run.returncode == 2, run.stderr
+    assert "forbidden_address" in run.stderr and "a cloud metadata address" in run.stderr
+    assert fake_llm.requests == []
+
+
 def test_ctrl_c_stops_the_turn_in_flight_and_closes_the_conversation(
     hermes_b: DaphneServer,
     token_for_a: str,

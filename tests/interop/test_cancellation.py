@@ -199,7 +199,11 @@ async def test_cancel_task_on_process_b_stops_the_turn_on_process_a_for_good(
         again = [r async for r in on_b.send_message(message("short version, please", sent[0].task.context_id))]
         assert state_of(again[-1]) == TaskState.TASK_STATE_COMPLETED
         for client in (on_a, on_b):
-            assert (await client.get_task(GetTaskRequest(id=task_id))).status.state == TaskState.TASK_STATE_CANCELED
+            stored = await client.get_task(GetTaskRequest(id=task_id))
+            assert stored.status.state == TaskState.TASK_STATE_CANCELED
+            # One cancel, one reason: the answer to CancelTask and the stored task say the same.
+            assert stored.status.message.parts[0].text == "Cancelled by the peer."
+        assert cancelled.status.message.parts[0].text == "Cancelled by the peer."
 
 
 async def test_subscribe_on_a_process_that_does_not_run_the_task_follows_it_to_the_end(
@@ -220,7 +224,9 @@ async def test_subscribe_on_a_process_that_does_not_run_the_task_follows_it_to_t
 
     assert state_of(followed[0]) == TaskState.TASK_STATE_WORKING
     assert state_of(followed[-1]) == TaskState.TASK_STATE_COMPLETED
-    assert "".join(part.text for a in followed[-1].task.artifacts for part in a.parts) == answer
+    # What each stored version changed: the answer's text as it grew, then the whole answer.
+    chunks = [r.artifact_update for r in followed if r.HasField("artifact_update")]
+    assert chunks[-1].last_chunk and [part.text for part in chunks[-1].artifact.parts] == [answer]
 
 
 async def test_a_task_whose_turn_was_interrupted_reads_failed_and_frees_its_context(

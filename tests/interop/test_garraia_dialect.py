@@ -132,18 +132,33 @@ def test_cancel_answers_404_unknown_409_finished_and_cancels_a_running_task(
 
     cancel, finished = asyncio.run(scenario())
     assert cancel.status_code == 200 and cancel.json()["status"] == "canceled"
-    assert finished.status_code == 200
-    assert_task_shape(finished.json())
-    assert finished.json()["status"] == "canceled"
+    assert finished.status_code == 409
+    cancelled = {key: value for key, value in finished.json().items() if key != "error"}
+    assert_task_shape(cancelled)
+    assert cancelled["status"] == "canceled"
+    # One cancel, one reason: the cancel's answer, the cancelled POST and the task afterwards agree.
+    reason = "Hermes could not answer: Cancelled by the peer."
+    assert cancel.json()["messages"][-1]["parts"][0]["text"] == reason
+    assert cancelled["messages"][-1]["parts"][0]["text"] == reason == finished.json()["error"]
+    stored = httpx2.get(f"{hermes.url}/a2a/tasks/slow-1", headers=headers).json()
+    assert stored["messages"][-1]["parts"][0]["text"] == reason
     assert httpx2.post(f"{hermes.url}/a2a/tasks/slow-1/cancel", headers=headers).status_code == 409
 
 
 def test_a_failed_turn_is_a_failed_task(hermes: DaphneServer, tokens: dict[str, str], peer_llm: FakeAnthropic) -> None:
     peer_llm.enqueue(Reply.http_error(400, "invalid_request_error", "prompt is too long"))
-    task = post_task(hermes, tokens["garra-fail"], "hello?", "fails").json()
+    response = post_task(hermes, tokens["garra-fail"], "hello?", "fails")
+    # Not a 200: GarraIA's client would read the failure as Hermes's answer.
+    assert response.status_code == 502
+    body = response.json()
+    assert "prompt is too long" in body["error"]
+    task = {key: value for key, value in body.items() if key != "error"}
     assert_task_shape(task)
     assert task["status"] == "failed" and task["artifacts"] == []
     assert "prompt is too long" in task["messages"][-1]["parts"][0]["text"]
+    # The task reads the same afterwards.
+    headers = {"Authorization": f"Bearer {tokens['garra-fail']}"}
+    assert httpx2.get(f"{hermes.url}/a2a/tasks/fails", headers=headers).json() == task
 
 
 def test_the_turn_cap_and_the_rate_limit_refuse_without_running_a_turn(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import tomllib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -13,9 +14,12 @@ import pytest
 from mcp import Client, MCPError, StdioServerParameters
 from mcp.types import INVALID_PARAMS, Implementation, TextContent
 
+from agent.version import hermes_version
 from tests.fakes import FakeAnthropic, Reply, text, thinking
 from tests.fakes.subprocesses import REPO_ROOT, clean_environ
 from tests.interop.processes import database_rows
+
+PYPROJECT_VERSION = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["version"]
 
 
 @pytest.fixture
@@ -94,19 +98,34 @@ async def test_a_peer_cannot_continue_another_peers_session(env: dict[str, str],
     assert len(fake_llm.requests) == 1
 
 
-async def test_bad_arguments_are_invalid_params(env: dict[str, str], fake_llm: FakeAnthropic) -> None:
-    bad: list[dict[str, Any]] = [
-        {"message": "hi", "timeout_secs": 0},
-        {"message": "hi", "colour": "red"},
-        {"message": ""},
-        {"message": "hi", "session_id": "not-a-uuid"},
+async def test_bad_arguments_are_error_results_the_calling_model_can_read(
+    env: dict[str, str], fake_llm: FakeAnthropic
+) -> None:
+    bad: list[tuple[dict[str, Any], str]] = [
+        ({"message": "hi", "timeout_secs": 0}, "timeout_secs must be between 1 and 600"),
+        ({"message": "hi", "colour": "red"}, "unknown argument 'colour'"),
+        ({"message": ""}, "message must be a non-empty string"),
+        ({"message": "hi", "session_id": "not-a-uuid"}, "session_id must be a session id (a UUID)"),
+        ({"message": "hi", "timeout_secs": "soon"}, "timeout_secs must be an integer"),
     ]
     async with hermes_mcp(env) as session:
-        for arguments in bad:
-            with pytest.raises(MCPError) as refused:
-                await session.call_tool("hermes_ask", arguments)
-            assert refused.value.code == INVALID_PARAMS, arguments
+        for arguments, reason in bad:
+            failed, envelope = await ask(session, **arguments)
+            assert failed, arguments
+            assert envelope["ok"] is False and envelope["error"]["kind"] == "invalid_arguments"
+            assert envelope["error"]["message"].startswith("hermes_ask: ") and reason in envelope["error"]["message"]
+        # A tool that does not exist is still a protocol error.
+        with pytest.raises(MCPError) as unknown:
+            await session.call_tool("hermes_tell", {"message": "hi"})
+        assert unknown.value.code == INVALID_PARAMS
     assert fake_llm.requests == []
+
+
+async def test_hermes_introduces_itself_with_its_own_name_and_version(env: dict[str, str]) -> None:
+    async with hermes_mcp(env) as session:
+        info = session.server_info
+    assert info is not None and info.name == "hermes"
+    assert info.version == hermes_version() == PYPROJECT_VERSION
 
 
 async def test_a_call_from_a_peer_never_reaches_that_peer_back(
