@@ -1,0 +1,33 @@
+"""The bridge's reads."""
+
+from __future__ import annotations
+
+from django.db.models import Count
+
+from matrix.models import MatrixApprovalCard, MatrixEvent
+from matrix.services import CARD_FINAL
+
+
+def card_by_event(*, event_id: str) -> MatrixApprovalCard | None:
+    return MatrixApprovalCard.objects.select_related("thread").filter(event_id=event_id).first()
+
+
+def card_pending_in_thread(*, room_id: str, root_event_id: str) -> MatrixApprovalCard | None:
+    """The newest card of the thread still waiting for a decision (what a bare "approve" means)."""
+    return (
+        MatrixApprovalCard.objects.select_related("thread")
+        .filter(thread__room_id=room_id, thread__root_event_id=root_event_id, status="pending")
+        .order_by("-created_at", "-id")
+        .first()
+    )
+
+
+def cards_open() -> list[MatrixApprovalCard]:
+    """Cards whose execution may still move (refreshed from Oikos when the bridge reconnects)."""
+    return list(MatrixApprovalCard.objects.select_related("thread").exclude(status__in=CARD_FINAL))
+
+
+def matrix_counts() -> dict[tuple[str, str], int]:
+    """Claimed Matrix events by (kind, outcome), for `/metrics`."""
+    rows = MatrixEvent.objects.values("kind", "outcome").annotate(count=Count("id"))
+    return {(row["kind"], row["outcome"]): row["count"] for row in rows}
