@@ -81,9 +81,12 @@ class ApprovalCards:
                     decided_by=result.decided_by,
                     decided_via="matrix",
                 )
-            elif result.outcome == ApprovalDecision.Outcome.ALREADY_DECIDED:
-                await self.advance(card.approval_id, status=result.status, decided_by=result.decided_by, decided_via="elsewhere")
             else:
+                if result.outcome == ApprovalDecision.Outcome.ALREADY_DECIDED:
+                    await self.advance(
+                        card.approval_id, status=result.status, decided_by=result.decided_by, decided_via="elsewhere"
+                    )
+                # Said in the thread: the operator who reacted is told why nothing happened.
                 await self._notice(card, result.notice)
             return str(result.outcome)
         finally:

@@ -76,21 +76,32 @@ def card_record(
 
 
 def card_advance(*, approval_id: str, status: str, **fields: Any) -> MatrixApprovalCard | None:
-    """Move the card to `status` with `fields`, only forward; the card, or None when nothing moved.
+    """Move the card to `status` (only forward) and fill in who decided and where (only once).
 
-    The decision's answer and Oikos's events race (an execution may start before the approve call
-    returns): ranking the states keeps the card from stepping back.
+    Returns the card when something changed, else None. The decision's answer and Oikos's events
+    race (the execution may start before the approve call returns): ranking the states keeps the
+    card from stepping back, and the decider is kept even when its answer arrives last.
     """
     rank = CARD_RANK.get(status)
     if rank is None:
         return None
     with transaction.atomic():
-        card = MatrixApprovalCard.objects.select_for_update().select_related("thread").filter(approval_id=approval_id).first()
-        if card is None or CARD_RANK.get(card.status, 0) >= rank:
+        card = (
+            MatrixApprovalCard.objects.select_for_update()
+            .select_related("thread")
+            .filter(approval_id=approval_id)
+            .first()
+        )
+        if card is None:
             return None
-        card.status = status
-        for name, value in fields.items():
-            if value or name == "detail":
-                setattr(card, name, value)
-        card.save()
-    return card
+        changed = False
+        if CARD_RANK.get(card.status, 0) < rank:
+            card.status, card.detail = status, str(fields.get("detail", ""))
+            changed = True
+        for name in ("decided_by", "decided_via"):
+            if fields.get(name) and not getattr(card, name):
+                setattr(card, name, fields[name])
+                changed = True
+        if changed:
+            card.save()
+    return card if changed else None
