@@ -71,9 +71,7 @@ class AnswerStream:
             if self._finished.is_set():
                 return
             self._changed.clear()
-            await self.sender.send(
-                self.thread.room_id, lambda: edit_content(self.event_id, self.content(final=False))
-            )
+            await self.sender.send(self.thread.room_id, lambda: edit_content(self.event_id, self.content(final=False)))
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._finished.wait(), self.edit_seconds)
 

@@ -347,4 +347,3 @@ class MatrixBridge:
 
 def _turn_running(*, session_id: uuid.UUID) -> uuid.UUID | None:
     return Turn.objects.filter(session_id=session_id, status=Turn.Status.RUNNING).values_list("id", flat=True).first()
-

@@ -53,7 +53,8 @@ class ApprovalCards:
             request=request, approval_id=approval.approval_id, status="pending", decided_by="", via="", detail=""
         )
         event_id = await self.sender.send(
-            thread.room_id, lambda: in_thread(content, root_event_id=thread.root_event_id, reply_to=thread.root_event_id)
+            thread.room_id,
+            lambda: in_thread(content, root_event_id=thread.root_event_id, reply_to=thread.root_event_id),
         )
         await database_sync_to_async(services.card_record)(
             thread=thread,
@@ -151,7 +152,10 @@ class ApprovalCards:
                 return  # this bridge's own decision: `decide` edits the card
             decision = str(event.data.get("decision") or event.data.get("status") or "")
             await self.advance(
-                approval_id, status=decision, decided_by=str(event.data.get("decided_by") or ""), decided_via="elsewhere"
+                approval_id,
+                status=decision,
+                decided_by=str(event.data.get("decided_by") or ""),
+                decided_via="elsewhere",
             )
         elif event.type in EXECUTION_STATES:
             detail = str(event.data.get("message") or "") if event.type != "execution.started" else ""
@@ -169,4 +173,6 @@ class ApprovalCards:
             status = str(execution.get("status") or "")
             if status and status != "proposed":
                 by = str(execution.get("decided_by") or "")
-                await self.advance(card.approval_id, status=status, decided_by=by, decided_via=card.decided_via or "elsewhere")
+                await self.advance(
+                    card.approval_id, status=status, decided_by=by, decided_via=card.decided_via or "elsewhere"
+                )

@@ -36,7 +36,9 @@ class MatrixSettings:
             raise MatrixConfigError(f"The Matrix bridge is not configured: set {', '.join(missing)}.")
         user_id = settings.HERMES_MATRIX_USER_ID
         if not _USER_ID.match(user_id):
-            raise MatrixConfigError(f"HERMES_MATRIX_USER_ID must be a Matrix user id like @hermes:example.net, not {user_id!r}.")
+            raise MatrixConfigError(
+                f"HERMES_MATRIX_USER_ID must be a Matrix user id like @hermes:example.net, not {user_id!r}."
+            )
         rooms = frozenset(settings.HERMES_MATRIX_ROOMS)
         if not rooms:
             raise MatrixConfigError("HERMES_MATRIX_ROOMS must list the room ids the bridge serves (!abc:example.net).")

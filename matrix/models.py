@@ -26,6 +26,9 @@ class MatrixSync(models.Model):
     class Meta:
         db_table = "matrix_sync"
 
+    def __str__(self) -> str:
+        return f"{self.user_id} at {self.next_batch}"
+
 
 class MatrixEvent(models.Model):
     class Kind(models.TextChoices):
@@ -46,6 +49,9 @@ class MatrixEvent(models.Model):
         db_table = "matrix_events"
         indexes = [models.Index(fields=["kind", "outcome"], name="matrix_event_kind_idx")]
 
+    def __str__(self) -> str:
+        return f"{self.kind} {self.event_id} ({self.outcome or 'pending'})"
+
 
 class MatrixThread(models.Model):
     room_id = models.CharField(max_length=255)
@@ -57,6 +63,9 @@ class MatrixThread(models.Model):
     class Meta:
         db_table = "matrix_threads"
         constraints = [models.UniqueConstraint(fields=["room_id", "root_event_id"], name="matrix_thread_root_uniq")]
+
+    def __str__(self) -> str:
+        return f"{self.room_id} thread {self.root_event_id}"
 
 
 class MatrixApprovalCard(models.Model):
@@ -78,6 +87,9 @@ class MatrixApprovalCard(models.Model):
     class Meta:
         db_table = "matrix_approval_cards"
 
+    def __str__(self) -> str:
+        return f"card of {self.approval_id} ({self.status})"
+
 
 class MatrixStranger(models.Model):
     user_id = models.CharField(max_length=255, unique=True)
@@ -85,3 +97,6 @@ class MatrixStranger(models.Model):
 
     class Meta:
         db_table = "matrix_strangers"
+
+    def __str__(self) -> str:
+        return self.user_id

@@ -40,7 +40,9 @@ class RoomSender:
         self.client = client
         self.stats = SendStats()
 
-    async def send(self, room_id: str, content: Callable[[], dict[str, Any]], event_type: str = "m.room.message") -> str:
+    async def send(
+        self, room_id: str, content: Callable[[], dict[str, Any]], event_type: str = "m.room.message"
+    ) -> str:
         """Send `content()` (rebuilt for every attempt) and return the new event's id.
 
         Rate limits are waited out as long as they last; other failures are retried a few times,

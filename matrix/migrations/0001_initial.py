@@ -5,87 +5,109 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('agent', '0007_turn_cost'),
+        ("agent", "0007_turn_cost"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='MatrixStranger',
+            name="MatrixStranger",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('user_id', models.CharField(max_length=255, unique=True)),
-                ('told_at', models.DateTimeField(auto_now_add=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("user_id", models.CharField(max_length=255, unique=True)),
+                ("told_at", models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                'db_table': 'matrix_strangers',
+                "db_table": "matrix_strangers",
             },
         ),
         migrations.CreateModel(
-            name='MatrixSync',
+            name="MatrixSync",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('user_id', models.CharField(max_length=255, unique=True)),
-                ('next_batch', models.CharField(max_length=255)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("user_id", models.CharField(max_length=255, unique=True)),
+                ("next_batch", models.CharField(max_length=255)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
             ],
             options={
-                'db_table': 'matrix_sync',
+                "db_table": "matrix_sync",
             },
         ),
         migrations.CreateModel(
-            name='MatrixEvent',
+            name="MatrixEvent",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('event_id', models.CharField(max_length=255, unique=True)),
-                ('room_id', models.CharField(max_length=255)),
-                ('sender', models.CharField(max_length=255)),
-                ('kind', models.CharField(choices=[('question', 'Question'), ('stop', 'Stop'), ('decision', 'Decision'), ('ignored', 'Ignored')], max_length=10)),
-                ('outcome', models.CharField(blank=True, max_length=30)),
-                ('claimed_at', models.DateTimeField(auto_now_add=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("event_id", models.CharField(max_length=255, unique=True)),
+                ("room_id", models.CharField(max_length=255)),
+                ("sender", models.CharField(max_length=255)),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("question", "Question"),
+                            ("stop", "Stop"),
+                            ("decision", "Decision"),
+                            ("ignored", "Ignored"),
+                        ],
+                        max_length=10,
+                    ),
+                ),
+                ("outcome", models.CharField(blank=True, max_length=30)),
+                ("claimed_at", models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                'db_table': 'matrix_events',
-                'indexes': [models.Index(fields=['kind', 'outcome'], name='matrix_event_kind_idx')],
+                "db_table": "matrix_events",
+                "indexes": [models.Index(fields=["kind", "outcome"], name="matrix_event_kind_idx")],
             },
         ),
         migrations.CreateModel(
-            name='MatrixThread',
+            name="MatrixThread",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('room_id', models.CharField(max_length=255)),
-                ('root_event_id', models.CharField(max_length=255)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('session', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='matrix_thread', to='agent.agentsession')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("room_id", models.CharField(max_length=255)),
+                ("root_event_id", models.CharField(max_length=255)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "session",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="matrix_thread",
+                        to="agent.agentsession",
+                    ),
+                ),
             ],
             options={
-                'db_table': 'matrix_threads',
+                "db_table": "matrix_threads",
             },
         ),
         migrations.CreateModel(
-            name='MatrixApprovalCard',
+            name="MatrixApprovalCard",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('approval_id', models.CharField(max_length=100, unique=True)),
-                ('execution_id', models.CharField(blank=True, max_length=100)),
-                ('event_id', models.CharField(max_length=255, unique=True)),
-                ('request', models.JSONField(default=dict)),
-                ('status', models.CharField(default='pending', max_length=20)),
-                ('decided_by', models.CharField(blank=True, max_length=150)),
-                ('decided_via', models.CharField(blank=True, max_length=20)),
-                ('detail', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('thread', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='cards', to='matrix.matrixthread')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("approval_id", models.CharField(max_length=100, unique=True)),
+                ("execution_id", models.CharField(blank=True, max_length=100)),
+                ("event_id", models.CharField(max_length=255, unique=True)),
+                ("request", models.JSONField(default=dict)),
+                ("status", models.CharField(default="pending", max_length=20)),
+                ("decided_by", models.CharField(blank=True, max_length=150)),
+                ("decided_via", models.CharField(blank=True, max_length=20)),
+                ("detail", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "thread",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="cards", to="matrix.matrixthread"
+                    ),
+                ),
             ],
             options={
-                'db_table': 'matrix_approval_cards',
+                "db_table": "matrix_approval_cards",
             },
         ),
         migrations.AddConstraint(
-            model_name='matrixthread',
-            constraint=models.UniqueConstraint(fields=('room_id', 'root_event_id'), name='matrix_thread_root_uniq'),
+            model_name="matrixthread",
+            constraint=models.UniqueConstraint(fields=("room_id", "root_event_id"), name="matrix_thread_root_uniq"),
         ),
     ]

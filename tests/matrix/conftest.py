@@ -191,4 +191,3 @@ def bodies_print(title: str, messages: list[Posted]) -> None:
     print(f"\n--- {title} ---")
     for message in messages:
         print(f"[{message.sender}] ({message.edits} edits)\n{message.body}\n")
-

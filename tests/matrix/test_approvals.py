@@ -59,7 +59,9 @@ async def test_deploy_posts_a_card_an_operator_approves_with_a_reaction_and_it_f
     final = _card(messages)
     assert final is not None and "Approved by alice — completed." in final.body
     assert final.edits >= 2  # edited as the execution went on (approved, running, completed: some may coincide)
-    decisions = await database_sync_to_async(list)(ApprovalDecision.objects.values_list("operator", "decision", "outcome"))
+    decisions = await database_sync_to_async(list)(
+        ApprovalDecision.objects.values_list("operator", "decision", "outcome")
+    )
     assert decisions == [("alice", "approve", "decided")]
 
 

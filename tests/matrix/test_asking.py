@@ -23,9 +23,7 @@ async def test_a_question_is_answered_in_a_thread_edited_to_the_final_answer(
     question = await room.alice.send(
         room.room_id, f"{room.bot.user_id}: what's degraded and what depends on it?", mention=room.bot.user_id
     )
-    messages = await room.wait_for(
-        lambda ms: any(m.content.get("formatted_body") for m in ms), "the final answer"
-    )
+    messages = await room.wait_for(lambda ms: any(m.content.get("formatted_body") for m in ms), "the final answer")
     bodies_print("thread", await room.messages())
 
     (answer,) = messages

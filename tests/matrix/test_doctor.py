@@ -19,7 +19,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 ENCRYPTION = {"type": "m.room.encryption", "state_key": "", "content": {"algorithm": "m.megolm.v1.aes-sha2"}}
 
 
-async def test_doctor_checks_the_homeserver_the_token_and_the_rooms(room: Room, settings: Settings, bridge_start, oikos_settings: RunningSim) -> None:
+async def test_doctor_checks_the_homeserver_the_token_and_the_rooms(
+    room: Room, settings: Settings, bridge_start, oikos_settings: RunningSim
+) -> None:
     await bridge_start()  # it joins the room it was invited to
     ok = await matrix_check(10)
     assert ok.status == Status.OK, ok.detail
@@ -51,10 +53,15 @@ async def test_an_encrypted_room_is_refused_in_the_log_and_in_doctor(
         await room.alice.send(created.room_id, f"{room.bot.user_id} how is the fleet?")
         question = await room.alice.send(room.room_id, f"{room.bot.user_id} how is the fleet?")
         llm.responder = lambda request: Reply.text("Healthy.")
-        await room.wait_for(lambda ms: any(m.thread == question and "formatted_body" in m.content for m in ms), "an answer")
+        await room.wait_for(
+            lambda ms: any(m.thread == question and "formatted_body" in m.content for m in ms), "an answer"
+        )
 
     assert running.bridge.stats.encrypted_refused == {created.room_id}
-    assert any("end-to-end encrypted" in record.getMessage() and created.room_id in record.getMessage() for record in caplog.records)
+    assert any(
+        "end-to-end encrypted" in record.getMessage() and created.room_id in record.getMessage()
+        for record in caplog.records
+    )
     assert len(llm.requests) == 1  # only the unencrypted room's question reached the model
     check = await matrix_check(10)
     assert check.status == Status.FAIL and created.room_id in check.detail and "encryption" in check.detail

@@ -44,9 +44,14 @@ async def test_a_stranger_is_told_once_and_a_room_not_allowlisted_is_ignored(
     assert sessions == ["operator:alice"]
     assert llm.requests and all("restart caddy" not in str(r.body["messages"]) for r in llm.requests)
     other = await room.alice.client.room_messages(other_room, limit=50)
-    assert all(event.source.get("sender") != room.bot.user_id for event in other.chunk
-               if event.source.get("type") == "m.room.message")
-    ignored = await database_sync_to_async(list)(MatrixEvent.objects.filter(kind="ignored").values_list("event_id", "outcome"))
+    assert all(
+        event.source.get("sender") != room.bot.user_id
+        for event in other.chunk
+        if event.source.get("type") == "m.room.message"
+    )
+    ignored = await database_sync_to_async(list)(
+        MatrixEvent.objects.filter(kind="ignored").values_list("event_id", "outcome")
+    )
     assert sorted(ignored) == sorted([(first, "stranger"), (second, "stranger")])
     assert elsewhere not in await database_sync_to_async(list)(MatrixEvent.objects.values_list("event_id", flat=True))
 
