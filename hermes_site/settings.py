@@ -480,5 +480,8 @@ HERMES_MATRIX_ACCESS_TOKEN = env_str("HERMES_MATRIX_ACCESS_TOKEN")
 HERMES_MATRIX_ROOMS = env_list("HERMES_MATRIX_ROOMS")
 # Who may ask and decide: `@alice:example.net=alice,@bob:example.net=bob` (Matrix user = operator name).
 HERMES_MATRIX_OPERATORS = env_str("HERMES_MATRIX_OPERATORS")
+# Where the watcher's investigations are posted, each as a thread operators reply in (a room id,
+# served like those of HERMES_MATRIX_ROOMS); empty: escalations stay in the control room.
+HERMES_MATRIX_ESCALATION_ROOM = env_str("HERMES_MATRIX_ESCALATION_ROOM")
 # At most one edit of a streaming answer per this many seconds (the homeserver's rate limit still rules).
 HERMES_MATRIX_EDIT_SECONDS = env_float("HERMES_MATRIX_EDIT_SECONDS", 1.5, minimum=0.0)

@@ -14,6 +14,9 @@ event in an allowlisted room decides what it is:
 - anything else, a non-operator's message or reaction, a room not in the allowlist: ignored. A
   stranger who addresses Hermes is told once, politely, that Hermes answers operators only.
 
+Each proactive investigation (`manage.py watch`) is posted, once its escalation is stored, as a new
+thread of `HERMES_MATRIX_ESCALATION_ROOM`; replies there continue the investigation's session.
+
 Restarts: each event is claimed in the database before it is acted on (`MatrixEvent`), and the
 sync position is stored after each batch (`MatrixSync`). A restarted bridge resumes from that
 position: what was sent while it was down is answered, nothing is answered twice. The very first
@@ -25,6 +28,7 @@ Encrypted rooms are refused: the bridge cannot read them, and says so in its log
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import re
 import uuid
@@ -44,7 +48,7 @@ from matrix.answer import AnswerStream
 from matrix.cards import ApprovalCards
 from matrix.config import MatrixSettings
 from matrix.models import MatrixEvent
-from matrix.render import in_thread
+from matrix.render import escalation_content, in_thread
 from matrix.sender import MatrixSendError, RoomSender
 from matrix.services import ThreadRef
 
@@ -54,6 +58,7 @@ Kind = MatrixEvent.Kind
 SYNC_TIMEOUT_MS = 30_000
 RETRY_FIRST_SECONDS = 1.0
 RETRY_MAX_SECONDS = 30.0
+ESCALATION_POLL_SECONDS = 5.0
 APPROVE = {"✅", "✔️", "👍"}
 DENY = {"❌", "✖️", "👎"}
 APPROVE_WORDS = {"approve", "approved", "yes, approve"}
@@ -77,7 +82,9 @@ class BridgeStats:
 
 
 class MatrixBridge:
-    def __init__(self, *, config: MatrixSettings, hub: ToolHub) -> None:
+    def __init__(
+        self, *, config: MatrixSettings, hub: ToolHub, escalation_poll_seconds: float = ESCALATION_POLL_SECONDS
+    ) -> None:
         self.config = config
         self.hub = hub
         self.client = AsyncClient(
@@ -92,6 +99,7 @@ class MatrixBridge:
         self.cards = ApprovalCards(self.sender)
         self.stats = BridgeStats()
         self.answers: set[asyncio.Task[None]] = set()
+        self.escalation_poll_seconds = escalation_poll_seconds
         # Set once the first sync after start-up has been handled (tests wait for it).
         self.ready = asyncio.Event()
         self._localpart = config.user_id[1:].split(":", 1)[0]
@@ -104,6 +112,7 @@ class MatrixBridge:
     async def run(self) -> None:
         """Sync forever, reconnecting with backoff (cancel to stop); Oikos is followed alongside."""
         following = asyncio.ensure_future(self.cards.follow())
+        escalating = asyncio.ensure_future(self._escalations()) if self.config.escalation_room else None
         try:
             await self._rooms_join()
             since = await database_sync_to_async(services.sync_position)(user_id=self.config.user_id)
@@ -127,8 +136,10 @@ class MatrixBridge:
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, RETRY_MAX_SECONDS)
         finally:
-            following.cancel()
-            await asyncio.gather(following, return_exceptions=True)
+            for task in (following, escalating):
+                if task is not None:
+                    task.cancel()
+            await asyncio.gather(*(t for t in (following, escalating) if t is not None), return_exceptions=True)
 
     async def _sync(self, since: str) -> SyncResponse | None:
         try:
@@ -189,6 +200,41 @@ class MatrixBridge:
                 room_id,
             )
         return True
+
+    # --- escalations ------------------------------------------------------------------------------
+
+    async def _escalations(self) -> None:
+        """Post each new investigation's escalation as a thread of the escalation room (cancel to stop).
+
+        The watcher stores an escalation when its investigation's turn ends, in another process:
+        the database is polled. Each is claimed before it is posted, so it is posted once.
+        """
+        await self.ready.wait()
+        while True:
+            try:
+                await self.escalations_post()
+            except MatrixSendError as exc:
+                logger.warning("Could not post an escalation: %s", exc)
+            except Exception:
+                logger.exception("Posting escalations failed")
+            await asyncio.sleep(self.escalation_poll_seconds)
+
+    async def escalations_post(self) -> int:
+        room_id = self.config.escalation_room
+        posted = 0
+        for investigation in await database_sync_to_async(selectors.escalations_unposted)(user_id=self.config.user_id):
+            claimed = await database_sync_to_async(services.escalation_claim)(
+                investigation_id=investigation.pk, room_id=room_id
+            )
+            if not claimed:
+                continue
+            content = escalation_content(title=investigation.title, escalation=investigation.escalation)
+            event_id = await self.sender.send(room_id, functools.partial(dict, content))
+            await database_sync_to_async(services.escalation_posted)(
+                investigation_id=investigation.pk, event_id=event_id, session_id=investigation.session_id
+            )
+            posted += 1
+        return posted
 
     # --- one event ---------------------------------------------------------------------------------
 

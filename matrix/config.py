@@ -24,6 +24,8 @@ class MatrixSettings:
     # Matrix user id → operator name (the name Oikos records a decision under).
     operators: dict[str, str]
     edit_seconds: float
+    # Where investigations' escalations are posted ("" for nowhere); always one of `rooms`.
+    escalation_room: str = ""
 
     @classmethod
     def from_settings(cls) -> MatrixSettings:
@@ -39,7 +41,12 @@ class MatrixSettings:
             raise MatrixConfigError(
                 f"HERMES_MATRIX_USER_ID must be a Matrix user id like @hermes:example.net, not {user_id!r}."
             )
-        rooms = frozenset(settings.HERMES_MATRIX_ROOMS)
+        escalation_room = getattr(settings, "HERMES_MATRIX_ESCALATION_ROOM", "")
+        if escalation_room and not escalation_room.startswith("!"):
+            raise MatrixConfigError(
+                f"HERMES_MATRIX_ESCALATION_ROOM takes a room id (!abc:example.net), not {escalation_room!r}."
+            )
+        rooms = frozenset(settings.HERMES_MATRIX_ROOMS) | ({escalation_room} if escalation_room else set())
         if not rooms:
             raise MatrixConfigError("HERMES_MATRIX_ROOMS must list the room ids the bridge serves (!abc:example.net).")
         bad = sorted(room for room in rooms if not room.startswith("!"))
@@ -52,6 +59,7 @@ class MatrixSettings:
             rooms=rooms,
             operators=operators_parse(settings.HERMES_MATRIX_OPERATORS),
             edit_seconds=settings.HERMES_MATRIX_EDIT_SECONDS,
+            escalation_room=escalation_room,
         )
 
 

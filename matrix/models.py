@@ -8,6 +8,7 @@ replays nor misses anything.
   handling and storing the position is not answered twice. Its `kind`/`outcome` feed `/metrics`.
 - `MatrixThread`: one Matrix thread is one Hermes session.
 - `MatrixApprovalCard`: the approval card posted in a thread, edited as the execution goes on.
+- `MatrixEscalation`: an investigation's escalation posted as a thread of the escalation room.
 - `MatrixStranger`: a Matrix user who addressed Hermes without being an operator, told so once.
 """
 
@@ -16,11 +17,14 @@ from __future__ import annotations
 from django.db import models
 
 from agent.models import AgentSession
+from watch.models import Investigation
 
 
 class MatrixSync(models.Model):
     user_id = models.CharField(max_length=255, unique=True)
     next_batch = models.CharField(max_length=255)
+    # The bridge's first start: escalations of investigations opened before it are not posted.
+    created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -89,6 +93,22 @@ class MatrixApprovalCard(models.Model):
 
     def __str__(self) -> str:
         return f"card of {self.approval_id} ({self.status})"
+
+
+class MatrixEscalation(models.Model):
+    """The claim on posting an investigation's escalation (one thread per investigation, ever)."""
+
+    investigation = models.OneToOneField(Investigation, on_delete=models.CASCADE, related_name="matrix_escalation")
+    room_id = models.CharField(max_length=255)
+    # The escalation's message, the root of the thread operators reply in ("" until it is posted).
+    event_id = models.CharField(max_length=255, blank=True)
+    posted_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "matrix_escalations"
+
+    def __str__(self) -> str:
+        return f"escalation of investigation {self.investigation_id}"
 
 
 class MatrixStranger(models.Model):

@@ -128,3 +128,33 @@ def in_thread(content: dict[str, Any], *, root_event_id: str, reply_to: str) -> 
             "m.in_reply_to": {"event_id": reply_to},
         },
     }
+
+
+ESCALATION_FIELDS = (
+    ("summary", "Summary"),
+    ("impact", "Impact"),
+    ("likely_cause", "Likely cause"),
+    ("next_step", "Next step"),
+)
+ESCALATION_FOOTER = "Reply in this thread to continue the investigation."
+
+
+def escalation_content(*, title: str, escalation: dict[str, Any]) -> dict[str, Any]:
+    """An investigation's escalation, the root of its thread. Model-written, so escaped, never rendered."""
+    rows = [(label, str(escalation.get(key) or "")) for key, label in ESCALATION_FIELDS if escalation.get(key)]
+    approvals = [
+        f"{a.get('approval_id')} ({a.get('action')} {a.get('target')})"
+        for a in escalation.get("approvals") or []
+        if isinstance(a, dict)
+    ]
+    if approvals:
+        rows.append(("Waiting for approval", ", ".join(approvals)))
+    heading = f"🔎 Hermes investigated: {title}"
+    plain = "\n".join([heading, *(f"{label}: {text}" for label, text in rows), ESCALATION_FOOTER])
+    html = format_html(
+        "<p><strong>{}</strong></p><ul>{}</ul><p><em>{}</em></p>",
+        heading,
+        format_html_join("", "<li><strong>{}:</strong> {}</li>", rows),
+        ESCALATION_FOOTER,
+    )
+    return {"msgtype": "m.text", "body": plain, "format": HTML, "formatted_body": str(html)}

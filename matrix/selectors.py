@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from django.db.models import Count
 
-from matrix.models import MatrixApprovalCard, MatrixEvent
+from matrix.models import MatrixApprovalCard, MatrixEvent, MatrixSync
 from matrix.services import CARD_FINAL
+from watch.models import Investigation
 
 
 def card_by_event(*, event_id: str) -> MatrixApprovalCard | None:
@@ -31,3 +32,15 @@ def matrix_counts() -> dict[tuple[str, str], int]:
     """Claimed Matrix events by (kind, outcome), for `/metrics`."""
     rows = MatrixEvent.objects.values("kind", "outcome").annotate(count=Count("id"))
     return {(row["kind"], row["outcome"]): row["count"] for row in rows}
+
+
+def escalations_unposted(*, user_id: str) -> list[Investigation]:
+    """Investigations with an escalation that no bridge has posted, opened since this bridge first ran."""
+    first_start = MatrixSync.objects.filter(user_id=user_id).values_list("created_at", flat=True).first()
+    if first_start is None:
+        return []
+    return list(
+        Investigation.objects.filter(opened_at__gte=first_start, matrix_escalation__isnull=True)
+        .exclude(escalation={})
+        .order_by("opened_at", "id")
+    )

@@ -8,7 +8,14 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
-from matrix.models import MatrixApprovalCard, MatrixEvent, MatrixStranger, MatrixSync, MatrixThread
+from matrix.models import (
+    MatrixApprovalCard,
+    MatrixEscalation,
+    MatrixEvent,
+    MatrixStranger,
+    MatrixSync,
+    MatrixThread,
+)
 
 # Where the card of an approval goes once it is settled: no further edit is expected.
 CARD_FINAL = frozenset({"denied", "completed", "failed"})
@@ -105,3 +112,24 @@ def card_advance(*, approval_id: str, status: str, **fields: Any) -> MatrixAppro
         if changed:
             card.save()
     return card if changed else None
+
+
+def escalation_claim(*, investigation_id: int, room_id: str) -> bool:
+    """Claim posting this investigation's escalation; False when it was claimed before."""
+    try:
+        with transaction.atomic():
+            MatrixEscalation.objects.create(investigation_id=investigation_id, room_id=room_id)
+    except IntegrityError:
+        return False
+    return True
+
+
+def escalation_posted(*, investigation_id: int, event_id: str, session_id: uuid.UUID | None) -> None:
+    """The escalation is the root of a thread: replies there continue the investigation's session."""
+    escalation = MatrixEscalation.objects.get(investigation_id=investigation_id)
+    escalation.event_id = event_id
+    escalation.save(update_fields=["event_id"])
+    if session_id is not None:
+        MatrixThread.objects.get_or_create(
+            room_id=escalation.room_id, root_event_id=event_id, defaults={"session_id": session_id}
+        )

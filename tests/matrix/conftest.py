@@ -172,8 +172,8 @@ async def bridge_start(oikos_hub: ToolHub) -> AsyncIterator[Callable[[], Any]]:
     """`await bridge_start()`: a bridge on the test's settings, synced once; stopped after the test."""
     running: list[RunningBridge] = []
 
-    async def start() -> RunningBridge:
-        bridge = MatrixBridge(config=MatrixSettings.from_settings(), hub=oikos_hub)
+    async def start(**options: Any) -> RunningBridge:
+        bridge = MatrixBridge(config=MatrixSettings.from_settings(), hub=oikos_hub, **options)
         task = asyncio.get_running_loop().create_task(bridge.run())
         await asyncio.wait_for(bridge.ready.wait(), WAIT_SECONDS)
         await asyncio.wait_for(bridge.cards.connected.wait(), WAIT_SECONDS)
