@@ -6,6 +6,7 @@ import asyncio
 
 import pytest
 from channels.db import database_sync_to_async
+from django.test import AsyncClient
 
 from controlroom.models import ApprovalDecision
 from controlroom.oikos import OikosClient
@@ -63,6 +64,26 @@ async def test_deploy_posts_a_card_an_operator_approves_with_a_reaction_and_it_f
         ApprovalDecision.objects.values_list("operator", "decision", "outcome")
     )
     assert decisions == [("alice", "approve", "decided")]
+    metrics = (await AsyncClient().get("/metrics")).content.decode()
+    assert 'hermes_matrix_questions{outcome="started"} 1.0' in metrics
+    assert 'hermes_matrix_decisions{outcome="decided"} 1.0' in metrics
+    assert 'hermes_matrix_ignored{reason="non_operator_reaction"} 1.0' in metrics
+
+
+async def test_an_operator_denies_by_replying_in_the_thread(
+    llm: FakeAnthropic, oikos_settings: RunningSim, room: Room, bridge_start
+) -> None:
+    llm.responder = ExecutionRequester(target="service:jellyfin", action="deploy")
+    await bridge_start()
+    question, card = await _deploy_card(room)
+
+    await room.alice.send(room.room_id, "deny", thread=question)
+    messages = await room.wait_for(lambda ms: "Denied" in (_card(ms) or card).body, "the card denied")
+    (approval,) = oikos_settings.state.desk.approvals.values()
+    assert (approval.status, approval.decided_by) == ("denied", "alice")
+    final = _card(messages)
+    assert final is not None and "Denied by alice." in final.body
+    assert len(llm.requests) == 2  # the reply was a decision, not a question for the model
 
 
 async def test_a_card_decided_in_the_control_room_says_so(
