@@ -35,6 +35,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from aiohttp import ClientError
 from channels.db import database_sync_to_async
 from nio import AsyncClient, AsyncClientConfig, JoinError, SyncError, SyncResponse
 
@@ -144,7 +145,7 @@ class MatrixBridge:
     async def _sync(self, since: str) -> SyncResponse | None:
         try:
             response = await self.client.sync(timeout=SYNC_TIMEOUT_MS if since else 0, since=since or None)
-        except (OSError, TimeoutError) as exc:
+        except (ClientError, OSError, TimeoutError) as exc:
             logger.warning("The Matrix homeserver is unreachable: %s", exc)
             return None
         if isinstance(response, SyncError):
@@ -163,7 +164,12 @@ class MatrixBridge:
 
     async def _rooms_join(self) -> None:
         for room_id in sorted(self.config.rooms):
-            response = await self.client.join(room_id)
+            try:
+                response = await self.client.join(room_id)
+            except (ClientError, OSError, TimeoutError) as exc:
+                # Not fatal: the sync loop waits for the homeserver, and an invite is joined when it comes.
+                logger.warning("Could not join %s: the homeserver is unreachable (%s)", room_id, exc)
+                continue
             if isinstance(response, JoinError):
                 logger.warning("Could not join %s: %s %s", room_id, response.status_code, response.message)
 
@@ -187,6 +193,8 @@ class MatrixBridge:
                         await self.event_handle(room_id, source)
                     except MatrixSendError as exc:
                         logger.warning("Could not answer %s in %s: %s", source.get("event_id"), room_id, exc)
+                    except Exception:  # the bridge must outlive any one bad event (it stays claimed)
+                        logger.exception("Handling %s in %s failed", source.get("event_id"), room_id)
 
     def _encrypted(self, room_id: str) -> bool:
         room = self.client.rooms.get(room_id)

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from aiohttp import ClientError
 from nio import AsyncClient, RoomSendError, RoomSendResponse
 
 logger = logging.getLogger(__name__)
@@ -52,7 +53,7 @@ class RoomSender:
         while True:
             try:
                 response = await self.client.room_send(room_id, event_type, content())
-            except (OSError, TimeoutError) as exc:  # aiohttp's connection errors are OSErrors
+            except (ClientError, OSError, TimeoutError) as exc:  # nio gives up on the first (max_timeouts=0)
                 response = RoomSendError(f"{type(exc).__name__}: {exc}")
             if isinstance(response, RoomSendResponse):
                 self.stats.sent += 1
