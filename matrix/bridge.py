@@ -37,7 +37,7 @@ from typing import Any
 
 from aiohttp import ClientError
 from channels.db import database_sync_to_async
-from nio import AsyncClient, AsyncClientConfig, JoinError, SyncError, SyncResponse
+from nio import AsyncClient, AsyncClientConfig, JoinError, RoomMessagesResponse, SyncError, SyncResponse
 
 from agent.engine.events import Approval
 from agent.engine.runner import TurnRejected, turn_start
@@ -60,6 +60,8 @@ SYNC_TIMEOUT_MS = 30_000
 RETRY_FIRST_SECONDS = 1.0
 RETRY_MAX_SECONDS = 30.0
 ESCALATION_POLL_SECONDS = 5.0
+# At most this many events are fetched to fill the gap of a limited sync (a long downtime).
+GAP_MAX_EVENTS = 1000
 APPROVE = {"✅", "✔️", "👍"}
 DENY = {"❌", "✖️", "👎"}
 APPROVE_WORDS = {"approve", "approved", "yes, approve"}
@@ -122,7 +124,7 @@ class MatrixBridge:
                 response = await self._sync(since)
                 if isinstance(response, SyncResponse):
                     if since:
-                        await self.batch_handle(response)
+                        await self.batch_handle(response, since=since)
                     else:
                         logger.info("First start of the Matrix bridge: the rooms' history is left unanswered")
                     await self._invites_accept(response)
@@ -180,14 +182,18 @@ class MatrixBridge:
             else:
                 logger.info("Invited to %s, which is not in HERMES_MATRIX_ROOMS: ignored", room_id)
 
-    async def batch_handle(self, response: SyncResponse) -> None:
+    async def batch_handle(self, response: SyncResponse, *, since: str) -> None:
         for room_id, room in response.rooms.join.items():
             if room_id not in self.config.rooms:
                 continue
             if self._encrypted(room_id):
                 continue
-            for event in room.timeline.events:
-                source = getattr(event, "source", None)
+            events = [getattr(event, "source", None) for event in room.timeline.events]
+            if room.timeline.limited and room.timeline.prev_batch:
+                # More happened since `since` than a sync carries (a long restart): the gap is
+                # fetched, so no question sent while the bridge was down is missed.
+                events = await self._gap(room_id, start=room.timeline.prev_batch, end=since) + events
+            for source in events:
                 if isinstance(source, dict) and source.get("sender") != self.config.user_id:
                     try:
                         await self.event_handle(room_id, source)
@@ -195,6 +201,23 @@ class MatrixBridge:
                         logger.warning("Could not answer %s in %s: %s", source.get("event_id"), room_id, exc)
                     except Exception:  # the bridge must outlive any one bad event (it stays claimed)
                         logger.exception("Handling %s in %s failed", source.get("event_id"), room_id)
+
+    async def _gap(self, room_id: str, *, start: str, end: str) -> list[dict[str, Any]]:
+        """The room's events between the sync position `end` and a limited timeline's `start`, oldest first."""
+        found: list[dict[str, Any]] = []
+        token: str | None = start
+        while token and len(found) < GAP_MAX_EVENTS:
+            page = await self.client.room_messages(room_id, start=token, end=end, limit=100)
+            if not isinstance(page, RoomMessagesResponse) or not page.chunk:
+                break
+            found.extend(event.source for event in page.chunk)
+            token = page.end
+        if len(found) >= GAP_MAX_EVENTS:
+            logger.warning(
+                "More than %d events in %s while the bridge was away: the oldest are left", GAP_MAX_EVENTS, room_id
+            )
+        found.reverse()
+        return found
 
     def _encrypted(self, room_id: str) -> bool:
         room = self.client.rooms.get(room_id)

@@ -80,3 +80,22 @@ async def test_a_restarted_bridge_replays_nothing_and_answers_what_came_while_it
     turns = await database_sync_to_async(Turn.objects.count)()
     assert turns == 3
     assert restarted.bridge.stats.batches >= 1
+
+
+async def test_a_question_followed_by_more_than_a_sync_carries_while_down_is_still_answered(
+    llm: FakeAnthropic, oikos_settings: RunningSim, room: Room, bridge_start
+) -> None:
+    llm.responder = lambda request: Reply.text("All good.")
+    running = await bridge_start()
+    await running.stop()
+
+    # Synapse's sync carries the last 10 events of a room by default: with chatter around it, the
+    # question is in none of the syncs the restarted bridge gets, only in the gap they leave.
+    for number in range(15):
+        await room.mallory.send(room.room_id, f"chatter {number}")
+    question = await room.alice.send(room.room_id, f"{room.bot.user_id} anything wrong overnight?")
+    for number in range(15, 30):
+        await room.mallory.send(room.room_id, f"chatter {number}")
+    await bridge_start()
+    messages = await room.wait_for(_answered(question), "the answer to the question before the chatter")
+    assert [m.thread for m in messages] == [question]
