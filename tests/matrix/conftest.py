@@ -79,6 +79,7 @@ class Room:
     alice: Person
     mallory: Person
     homeserver: Homeserver
+    pytest_config: pytest.Config
 
     async def messages(self) -> list[Posted]:
         """Every message of the room, oldest first, with edits applied (as a client renders them)."""
@@ -108,6 +109,18 @@ class Room:
             thread = relation.get("event_id") if relation.get("rel_type") == "m.thread" else None
             posted[event["event_id"]] = Posted(event["event_id"], event["sender"], dict(content), thread)
         return list(posted.values())
+
+    async def show(self, title: str) -> None:
+        """Print the room as a phone shows it (edits applied) in the test run's output, captured or not."""
+        lines = [f"--- {title} ---"]
+        for message in await self.messages():
+            lines += [f"[{message.sender}] ({message.edits} edits)", message.body, ""]
+        capture = self.pytest_config.pluginmanager.getplugin("capturemanager")
+        if capture is None:
+            print("\n".join(lines))
+            return
+        with capture.global_and_fixture_disabled():  # what `capsys.disabled()` does
+            print("\n" + "\n".join(lines), flush=True)
 
     async def from_bot(self) -> list[Posted]:
         return [message for message in await self.messages() if message.sender == self.bot.user_id]
@@ -139,7 +152,7 @@ async def room_create(homeserver: Homeserver, owner: Person, invite: list[str]) 
 
 
 @pytest.fixture
-async def room(homeserver: Homeserver, settings: Settings) -> AsyncIterator[Room]:
+async def room(homeserver: Homeserver, settings: Settings, pytestconfig: pytest.Config) -> AsyncIterator[Room]:
     bot = await asyncio.to_thread(homeserver.register, f"hermes-{secrets.token_hex(4)}")
     alice = await _person(homeserver, "alice")
     mallory = await _person(homeserver, "mallory")
@@ -151,7 +164,9 @@ async def room(homeserver: Homeserver, settings: Settings) -> AsyncIterator[Room
     settings.HERMES_MATRIX_ROOMS = [room_id]
     settings.HERMES_MATRIX_OPERATORS = f"{alice.user.user_id}=alice"
     settings.HERMES_MATRIX_EDIT_SECONDS = 0.2
-    yield Room(room_id=room_id, bot=bot, alice=alice, mallory=mallory, homeserver=homeserver)
+    yield Room(
+        room_id=room_id, bot=bot, alice=alice, mallory=mallory, homeserver=homeserver, pytest_config=pytestconfig
+    )
     await alice.client.close()
     await mallory.client.close()
 
@@ -184,10 +199,3 @@ async def bridge_start(oikos_hub: ToolHub) -> AsyncIterator[Callable[[], Any]]:
     yield start
     for handle in running:
         await handle.stop()
-
-
-def bodies_print(title: str, messages: list[Posted]) -> None:
-    """The thread as a phone shows it, in the test output (`pytest -s`, or on failure)."""
-    print(f"\n--- {title} ---")
-    for message in messages:
-        print(f"[{message.sender}] ({message.edits} edits)\n{message.body}\n")

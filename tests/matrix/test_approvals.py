@@ -14,7 +14,7 @@ from matrix.models import MatrixEvent
 from oikos_sim.server import RunningSim
 from tests.fakes import FakeAnthropic
 from tests.fakes.scripted_models import ExecutionRequester
-from tests.matrix.conftest import Posted, Room, bodies_print
+from tests.matrix.conftest import Posted, Room
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -55,7 +55,7 @@ async def test_deploy_posts_a_card_an_operator_approves_with_a_reaction_and_it_f
     messages = await room.wait_for(
         lambda ms: "completed" in ((_card(ms) or card).body.splitlines()[-1]), "the card at completed"
     )
-    bodies_print("deploy thread", await room.messages())
+    await room.show("deploy thread")
     assert (approval.status, approval.decided_by) == ("approved", "alice")
     final = _card(messages)
     assert final is not None and "Approved by alice — completed." in final.body

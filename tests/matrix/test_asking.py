@@ -8,7 +8,7 @@ from django.test import AsyncClient
 from oikos_sim.server import RunningSim
 from tests.fakes import FakeAnthropic
 from tests.fakes.scripted_models import DegradedInvestigator
-from tests.matrix.conftest import Room, bodies_print
+from tests.matrix.conftest import Room
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -24,7 +24,7 @@ async def test_a_question_is_answered_in_a_thread_edited_to_the_final_answer(
         room.room_id, f"{room.bot.user_id}: what's degraded and what depends on it?", mention=room.bot.user_id
     )
     messages = await room.wait_for(lambda ms: any(m.content.get("formatted_body") for m in ms), "the final answer")
-    bodies_print("thread", await room.messages())
+    await room.show("thread")
 
     (answer,) = messages
     assert answer.thread == question  # the reply is in the question's thread

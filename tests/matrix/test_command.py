@@ -19,7 +19,7 @@ from tests.fakes.anthropic_script import Reply
 from tests.fakes.daphne import LiveDatabase
 from tests.fakes.oikos_fixtures import AGENT_TOKEN, OPERATOR_TOKEN
 from tests.fakes.subprocesses import REPO_ROOT, clean_environ, manage
-from tests.matrix.conftest import Room, bodies_print
+from tests.matrix.conftest import Room
 
 
 @pytest.fixture
@@ -90,7 +90,7 @@ async def test_sigterm_mid_answer_ends_the_turn_and_its_message_says_so(
     messages = await room.wait_for(
         lambda ms: any("formatted_body" in m.content for m in ms), "the final edit of the interrupted answer"
     )
-    bodies_print("interrupted thread", await room.messages())
+    await room.show("interrupted thread")
     (answer,) = messages
     assert answer.body.startswith("Checking every service")
     assert "stopped (SIGTERM) while answering" in answer.body

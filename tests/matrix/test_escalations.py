@@ -15,7 +15,7 @@ from oikos_sim.server import RunningSim
 from tests.fakes import FakeAnthropic
 from tests.fakes.anthropic_script import Reply
 from tests.fakes.scripted_models import DegradedInvestigator
-from tests.matrix.conftest import Room, bodies_print
+from tests.matrix.conftest import Room
 from watch.models import Investigation
 from watch.policy import TriggerPolicy
 from watch.watcher import Watcher
@@ -53,7 +53,7 @@ async def test_an_investigation_becomes_a_thread_and_a_reply_continues_its_sessi
     await room.wait_for(
         lambda ms: any(m.thread == root.event_id and "archive volume" in m.body for m in ms), "the answer in the thread"
     )
-    bodies_print("escalation thread", await room.messages())
+    await room.show("escalation thread")
 
     (investigation,) = await database_sync_to_async(list)(Investigation.objects.all())
     turns = await database_sync_to_async(list)(

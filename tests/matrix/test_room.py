@@ -10,7 +10,7 @@ from matrix.models import MatrixEvent
 from oikos_sim.server import RunningSim
 from tests.fakes import FakeAnthropic
 from tests.fakes.anthropic_script import Reply
-from tests.matrix.conftest import Room, bodies_print, room_create
+from tests.matrix.conftest import Room, room_create
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -33,7 +33,7 @@ async def test_a_stranger_is_told_once_and_a_room_not_allowlisted_is_ignored(
     # Then an operator's question, answered: by then everything above was handled.
     question = await room.alice.send(room.room_id, f"{room.bot.user_id} how is the fleet?", mention=room.bot.user_id)
     messages = await room.wait_for(_answered(question), "the operator's answer")
-    bodies_print("room", await room.messages())
+    await room.show("room")
 
     told = [m for m in messages if m.thread in (first, second)]
     assert len(told) == 1 and "only take questions from the operators" in told[0].body
@@ -72,7 +72,7 @@ async def test_a_restarted_bridge_replays_nothing_and_answers_what_came_while_it
     # One more sync round trip after that answer: anything replayed would be there by now.
     last = await room.alice.send(room.room_id, f"{room.bot.user_id} last one")
     messages = await room.wait_for(_answered(last), "the last answer")
-    bodies_print("room", await room.messages())
+    await room.show("room")
 
     answers = [m.thread for m in messages]
     assert answers == [asked, while_down, last]  # each once; the history before the first start never

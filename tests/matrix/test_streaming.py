@@ -10,7 +10,7 @@ from agent.models import Turn
 from oikos_sim.server import RunningSim
 from tests.fakes import FakeAnthropic
 from tests.fakes.anthropic_script import Reply
-from tests.matrix.conftest import Room, bodies_print
+from tests.matrix.conftest import Room
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -34,7 +34,7 @@ async def test_a_rate_limit_mid_answer_delays_the_edits_and_loses_nothing(
     messages = await room.wait_for(
         lambda ms: any(m.thread == question and "formatted_body" in m.content for m in ms), "the final answer"
     )
-    bodies_print("rate-limited thread", await room.messages())
+    await room.show("rate-limited thread")
 
     (answer,) = messages
     assert running.bridge.sender.stats.rate_limited >= 1  # Synapse said M_LIMIT_EXCEEDED, and it was waited out
@@ -58,7 +58,7 @@ async def test_a_second_question_to_a_busy_thread_waits_and_stop_stops_the_turn(
     messages = await room.wait_for(
         lambda ms: any("⏹ Stopped." in m.body and "formatted_body" in m.content for m in ms), "the stopped answer"
     )
-    bodies_print("stopped thread", await room.messages())
+    await room.show("stopped thread")
 
     (turn,) = await database_sync_to_async(list)(Turn.objects.all())
     assert turn.status == "cancelled"
