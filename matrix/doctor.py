@@ -1,5 +1,5 @@
 """`doctor`'s Matrix row: is the homeserver reachable, is the bot's token valid, has it joined its
-rooms, and is any of them encrypted (which the bridge refuses)?
+rooms, is any of them encrypted (which the bridge refuses), and does a `manage.py matrix_bridge` run?
 
 Plain client-API requests, no sync: `doctor` must not move the bridge's position nor be slow.
 """
@@ -10,9 +10,11 @@ import time
 from urllib.parse import quote
 
 import httpx2
+from channels.db import database_sync_to_async
 
 from agent.doctor.checks import CheckResult, Status
 from matrix.config import MatrixConfigError, MatrixSettings, matrix_configured
+from matrix.selectors import bridges_running
 
 NAME = "matrix"
 
@@ -62,13 +64,21 @@ async def matrix_check(seconds: float) -> CheckResult:
         )
     if missing:
         return _fail(f"{config.user_id} has not joined {', '.join(missing)}: invite it (it joins on start)", started)
-    return CheckResult(
-        NAME,
-        Status.OK,
+    detail = (
         f"{config.user_id} on {config.homeserver}: token valid, {len(config.rooms)} room(s) joined, none encrypted, "
-        f"{len(config.operators)} operator(s)",
-        _elapsed_ms(started),
+        f"{len(config.operators)} operator(s)"
     )
+    try:
+        running = await database_sync_to_async(bridges_running)()
+    except Exception as exc:
+        return CheckResult(
+            NAME, Status.WARN, f"{detail}; cannot read whether a bridge runs ({exc})", _elapsed_ms(started)
+        )
+    if not running:
+        return CheckResult(
+            NAME, Status.WARN, f"{detail}; but no `manage.py matrix_bridge` is running", _elapsed_ms(started)
+        )
+    return CheckResult(NAME, Status.OK, f"{detail}; {running} bridge(s) running", _elapsed_ms(started))
 
 
 def _fail(detail: str, started: float) -> CheckResult:

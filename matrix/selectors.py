@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from django.db.models import Count
 
+from agent import presence
+from agent.models import Instance
 from matrix.models import MatrixApprovalCard, MatrixEvent, MatrixSync
 from matrix.services import CARD_FINAL
 from watch.models import Investigation
@@ -44,3 +46,10 @@ def escalations_unposted(*, user_id: str) -> list[Investigation]:
         .exclude(escalation={})
         .order_by("opened_at", "id")
     )
+
+
+def bridges_running() -> int:
+    """`manage.py matrix_bridge` processes alive now (their presence rows, less those whose process is gone)."""
+    running = set(Instance.objects.filter(role="matrix", stopped_at__isnull=True).values_list("id", flat=True))
+    gone, _ = presence.owners_gone(running)
+    return len(running - gone)
