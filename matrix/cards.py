@@ -20,7 +20,7 @@ from channels.db import database_sync_to_async
 from agent.engine.events import Approval
 from controlroom.approvals import approval_decide
 from controlroom.models import ApprovalDecision
-from controlroom.oikos import OikosClient, OikosError, OikosEvent
+from controlroom.oikos import OikosClient, OikosError, OikosEvent, oikos_config
 from matrix import selectors, services
 from matrix.models import MatrixApprovalCard
 from matrix.render import card_content, edit_content, in_thread
@@ -119,6 +119,12 @@ class ApprovalCards:
 
     async def follow(self) -> None:
         """Follow Oikos's event stream forever (cancel to stop), catching up on open cards at each connect."""
+        if oikos_config() is None:
+            logger.warning(
+                "Oikos's REST API is not configured (OIKOS_API_URL, OIKOS_API_TOKEN): approval cards cannot be "
+                "decided from Matrix nor follow their executions"
+            )
+            return
         delay = RETRY_FIRST_SECONDS
         while True:
             try:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import logging
+import os
 
 import pytest
 from channels.db import database_sync_to_async
 from nio import RoomCreateResponse
 from pytest_django.fixtures import Settings
 
-from agent import presence
+from agent import presence, services
 from agent.doctor.checks import Status, matrix_check
 from oikos_sim.server import RunningSim
 from tests.fakes import FakeAnthropic
@@ -30,11 +31,18 @@ async def test_doctor_checks_the_homeserver_the_token_and_the_rooms(
     assert found.status == Status.WARN, found.detail
     assert "token valid, 1 room(s) joined, none encrypted, 1 operator(s)" in found.detail
     assert "no `manage.py matrix_bridge` is running" in found.detail
-    await database_sync_to_async(presence.presence_start)("matrix")
+    # Announced as `manage.py matrix_bridge` announces itself (this process: alive).
+    instance = await database_sync_to_async(services.instance_announce)(
+        role="matrix",
+        host=presence.host_identity(),
+        pid=os.getpid(),
+        pid_started=presence.process_started(os.getpid()) or "",
+        lock_key=None,
+    )
     try:
         ok = await matrix_check(10)
     finally:
-        await database_sync_to_async(presence.presence_stop)()
+        await database_sync_to_async(services.instance_retire)(instance_id=instance)
     assert ok.status == Status.OK, ok.detail
     assert ok.detail.endswith("1 bridge(s) running")
 
