@@ -22,4 +22,4 @@ test: setup
 lint: setup
 	.venv/bin/ruff check .
 	.venv/bin/ruff format --check .
-	.venv/bin/mypy agent hermes_site oikos_sim controlroom interop access watch tests bench
+	.venv/bin/mypy agent hermes_site oikos_sim controlroom interop access watch matrix tests bench

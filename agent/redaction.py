@@ -1,7 +1,7 @@
 """The secret values Hermes knows, and `redact()` to scrub them from any text.
 
-Secrets come from settings (`ANTHROPIC_API_KEY`, `OIKOS_MCP_TOKEN`, `OIKOS_API_TOKEN`, the Django
-secret key, the database and Redis passwords), from every environment variable named in
+Secrets come from settings (`ANTHROPIC_API_KEY`, `OIKOS_MCP_TOKEN`, `OIKOS_API_TOKEN`, the Matrix
+bot's access token, the Django secret key, the database and Redis passwords), from every environment variable named in
 `HERMES_REDACT`, and from the tool hubs, which register the header and env values of their MCP
 servers (`secrets_register`). Values shorter than `MIN_SECRET_LENGTH` are ignored.
 
@@ -78,6 +78,7 @@ def _configured_values() -> tuple[str, ...]:
         settings.ANTHROPIC_API_KEY,
         settings.OIKOS_MCP_TOKEN,
         getattr(settings, "OIKOS_API_TOKEN", ""),
+        getattr(settings, "HERMES_MATRIX_ACCESS_TOKEN", ""),
         settings.SECRET_KEY,
         settings.DATABASES.get("default", {}).get("PASSWORD", ""),
         urlsplit(os.environ.get("REDIS_URL", "")).password or "",

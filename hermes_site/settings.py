@@ -77,6 +77,7 @@ INSTALLED_APPS = [
     "interop",
     "controlroom",
     "watch",
+    "matrix",
 ]
 
 # Network checks (mesh_only) and size limits run before Django, in the ASGI edge (hermes_site/asgi.py).
@@ -479,3 +480,20 @@ HERMES_WATCH_BACKLOG_MAX_AGE_SECONDS = env_float("HERMES_WATCH_BACKLOG_MAX_AGE_S
 # Investigations are read-only unless this is true: then `request_execution` is offered, and
 # what it requests still waits for an operator's approval in Oikos.
 HERMES_INVESTIGATIONS_MAY_PROPOSE = env_bool("HERMES_INVESTIGATIONS_MAY_PROPOSE", False)
+
+# --- Matrix bridge (`manage.py matrix_bridge`, matrix/) ---------------------------------------------
+
+# The homeserver's client API base URL (https://matrix.example.net) and the bot's account: its user
+# id and an access token (README "Matrix bridge" says how to get one). All three, or the bridge is off.
+HERMES_MATRIX_HOMESERVER = env_str("HERMES_MATRIX_HOMESERVER").rstrip("/")
+HERMES_MATRIX_USER_ID = env_str("HERMES_MATRIX_USER_ID")
+HERMES_MATRIX_ACCESS_TOKEN = env_str("HERMES_MATRIX_ACCESS_TOKEN")
+# The rooms the bridge serves, by room id (`!abc:example.net`); every other room is ignored.
+HERMES_MATRIX_ROOMS = env_list("HERMES_MATRIX_ROOMS")
+# Who may ask and decide: `@alice:example.net=alice,@bob:example.net=bob` (Matrix user = operator name).
+HERMES_MATRIX_OPERATORS = env_str("HERMES_MATRIX_OPERATORS")
+# Where the watcher's investigations are posted, each as a thread operators reply in (a room id,
+# served like those of HERMES_MATRIX_ROOMS); empty: escalations stay in the control room.
+HERMES_MATRIX_ESCALATION_ROOM = env_str("HERMES_MATRIX_ESCALATION_ROOM")
+# At most one edit of a streaming answer per this many seconds (the homeserver's rate limit still rules).
+HERMES_MATRIX_EDIT_SECONDS = env_float("HERMES_MATRIX_EDIT_SECONDS", 1.5, minimum=0.0)

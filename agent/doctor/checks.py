@@ -71,6 +71,7 @@ async def _checks(seconds: float) -> list[CheckResult]:
         _one(oikos_rest_check(seconds)),
         _one(llm_check(seconds)),
         _one(watcher_check()),
+        _one(matrix_check(seconds)),
     )
     return [result for group in groups for result in group]
 
@@ -298,6 +299,13 @@ async def watcher_check() -> CheckResult:
         f"at {status.last_claimed_at:%Y-%m-%d %H:%M:%S}{lag}"
     )
     return CheckResult("watcher", Status.OK, detail)
+
+
+async def matrix_check(seconds: float) -> CheckResult:
+    """The Matrix bridge's homeserver, token and rooms (SKIP when the bridge is not configured)."""
+    from matrix.doctor import matrix_check as check  # the bridge is an app of its own, above agent
+
+    return await check(seconds)
 
 
 # --- the model -------------------------------------------------------------------------------------

@@ -87,6 +87,15 @@ class TestCompose:
         # Migrations are Hermes's start script's job: the watcher waits for a healthy Hermes.
         assert watch["depends_on"]["hermes"]["condition"] == "service_healthy"
 
+    def test_the_matrix_profile_adds_the_bridge_from_the_same_image_on_the_same_database(self) -> None:
+        found = services(compose_config("--profile", "matrix"))
+        bridge = found["matrix"]
+        assert bridge["profiles"] == ["matrix"]  # opt-in
+        assert bridge["image"] == found["hermes"]["image"]
+        assert bridge["entrypoint"] == ["python", "manage.py", "matrix_bridge"]
+        assert environment(bridge)["DATABASE_URL"] == environment(found["hermes"])["DATABASE_URL"]
+        assert bridge["depends_on"]["hermes"]["condition"] == "service_healthy"
+
     def test_the_demo_profile_adds_oikos_sim_from_the_same_image(self) -> None:
         found = services(compose_config("--profile", "demo"))
 

@@ -56,11 +56,14 @@ def test_a_healthy_setup_prints_every_row_ok_and_exits_0(env: dict[str, str], mc
         "oikos rest",
         "llm",
         "watcher",
+        "matrix",
         "persona",
         "security",
     ]
     # No `manage.py watch` ever ran here: investigations are not deployed, which is not a fault.
     assert statuses.pop("watcher") == "SKIP"
+    # Nor is the Matrix bridge configured: it is opt-in.
+    assert statuses.pop("matrix") == "SKIP"
     assert set(statuses.values()) == {"OK"}
     details = run.stdout
     assert "connected, migrations applied" in details

@@ -1,0 +1,14 @@
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class MatrixConfig(AppConfig):
+    name = "matrix"
+    verbose_name = "Matrix bridge"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from matrix.metrics import matrix_collector_register
+
+        matrix_collector_register()

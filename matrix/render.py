@@ -1,0 +1,160 @@
+"""What the bridge posts: answers, tool lines and approval cards, as Matrix message contents.
+
+Every message has a plain `body` (what phones' notifications and plain clients show) and, when
+final, an HTML `formatted_body`. Model text reaches HTML only through the control room's renderer
+(`controlroom.markdown`: Markdown without raw HTML, then sanitised); everything else is escaped by
+`format_html`. A streaming answer is sent as plain text only: HTML is rendered once, at the end.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.utils.html import format_html, format_html_join
+
+from controlroom.markdown import markdown_render
+
+HTML = "org.matrix.custom.html"
+STREAMING_MARK = " …"
+CARD_ICONS = {
+    "pending": "⏳",
+    "approved": "✅",
+    "denied": "❌",
+    "running": "⚙️",
+    "completed": "✅",
+    "failed": "⚠️",
+}
+
+
+@dataclass
+class ToolLine:
+    server: str
+    tool: str
+    duration_ms: int | None = None
+    # "ok", "failed", "unknown" (cut off: it may have run), or "" while running.
+    state: str = ""
+
+    def text(self) -> str:
+        parts = [self.server or "tool", self.tool]
+        if self.duration_ms is not None:
+            parts.append(f"{self.duration_ms} ms")
+        parts.append({"": "running", "unknown": "outcome unknown"}.get(self.state, self.state))
+        return " · ".join(parts)
+
+
+def answer_content(*, text: str, tools: list[ToolLine], note: str = "", final: bool) -> dict[str, Any]:
+    """The answer message: tool lines, then the answer (then a note: stopped, an error)."""
+    lines = [f"▸ {tool.text()}" for tool in tools]
+    answer = text.strip()
+    if not final:
+        answer = (answer + STREAMING_MARK) if answer else "…"
+    plain = "\n".join(lines)
+    plain = f"{plain}\n\n{answer}" if plain else answer
+    if note:
+        plain = f"{plain}\n\n{note}"
+    content: dict[str, Any] = {"msgtype": "m.text", "body": plain}
+    if final:
+        tool_html = (
+            format_html("<ul>{}</ul>", format_html_join("", "<li><code>{}</code></li>", ((t.text(),) for t in tools)))
+            if tools
+            else ""
+        )
+        note_html = format_html("<p><em>{}</em></p>", note) if note else ""
+        content["format"] = HTML
+        content["formatted_body"] = f"{tool_html}{markdown_render(answer)}{note_html}"
+    return content
+
+
+def card_content(
+    *, request: dict[str, Any], approval_id: str, status: str, decided_by: str, via: str, detail: str
+) -> dict[str, Any]:
+    """An approval card: what is asked, its risk and reason, and where it stands."""
+    action, target = str(request.get("action", "")), str(request.get("target", ""))
+    risk, reason = str(request.get("risk_class", "")), str(request.get("reason", "") or "(none given)")
+    state = _card_state(status, decided_by, via, detail)
+    plain = (
+        f"{CARD_ICONS.get(status, '•')} Approval needed: {action} {target}\n"
+        f"risk: {risk} · approval {approval_id}\n"
+        f"reason: {reason}\n{state}"
+    )
+    html = format_html(
+        "<p><strong>{} Approval needed: {} {}</strong><br>risk: <code>{}</code> · approval <code>{}</code><br>"
+        "reason: {}</p><p>{}</p>",
+        CARD_ICONS.get(status, "•"),
+        action,
+        target,
+        risk,
+        approval_id,
+        reason,
+        state,
+    )
+    return {"msgtype": "m.notice", "body": plain, "format": HTML, "formatted_body": str(html)}
+
+
+def _card_state(status: str, decided_by: str, via: str, detail: str) -> str:
+    if status == "pending":
+        return "React ✅ to approve or ❌ to deny (operators only), or reply “approve” / “deny”."
+    by = f" by {decided_by}" if decided_by else ""
+    where = " in the control room (or another client)" if via == "elsewhere" else ""
+    states = {
+        "approved": f"Approved{by}{where} — waiting to run.",
+        "denied": f"Denied{by}{where}.",
+        "running": f"Approved{by}{where} — running…",
+        "completed": f"Approved{by}{where} — completed.",
+        "failed": f"Approved{by}{where} — failed.",
+    }
+    line = states.get(status, f"{status}{by}{where}.")
+    return f"{line} {detail}".strip()
+
+
+def edit_content(event_id: str, content: dict[str, Any]) -> dict[str, Any]:
+    """An edit (`m.replace`) of `event_id` to `content`; the fallback body is marked `* ` as clients expect."""
+    fallback = {key: value for key, value in content.items()}
+    fallback["body"] = f"* {content['body']}"
+    if "formatted_body" in content:
+        fallback["formatted_body"] = f"* {content['formatted_body']}"
+    return {**fallback, "m.new_content": content, "m.relates_to": {"rel_type": "m.replace", "event_id": event_id}}
+
+
+def in_thread(content: dict[str, Any], *, root_event_id: str, reply_to: str) -> dict[str, Any]:
+    """`content` as a message of the thread rooted at `root_event_id` (replying to `reply_to` for old clients)."""
+    return {
+        **content,
+        "m.relates_to": {
+            "rel_type": "m.thread",
+            "event_id": root_event_id,
+            "is_falling_back": True,
+            "m.in_reply_to": {"event_id": reply_to},
+        },
+    }
+
+
+ESCALATION_FIELDS = (
+    ("summary", "Summary"),
+    ("impact", "Impact"),
+    ("likely_cause", "Likely cause"),
+    ("next_step", "Next step"),
+)
+ESCALATION_FOOTER = "Reply in this thread to continue the investigation."
+
+
+def escalation_content(*, title: str, escalation: dict[str, Any]) -> dict[str, Any]:
+    """An investigation's escalation, the root of its thread. Model-written, so escaped, never rendered."""
+    rows = [(label, str(escalation.get(key) or "")) for key, label in ESCALATION_FIELDS if escalation.get(key)]
+    approvals = [
+        f"{a.get('approval_id')} ({a.get('action')} {a.get('target')})"
+        for a in escalation.get("approvals") or []
+        if isinstance(a, dict)
+    ]
+    if approvals:
+        rows.append(("Waiting for approval", ", ".join(approvals)))
+    heading = f"🔎 Hermes investigated: {title}"
+    plain = "\n".join([heading, *(f"{label}: {text}" for label, text in rows), ESCALATION_FOOTER])
+    html = format_html(
+        "<p><strong>{}</strong></p><ul>{}</ul><p><em>{}</em></p>",
+        heading,
+        format_html_join("", "<li><strong>{}:</strong> {}</li>", rows),
+        ESCALATION_FOOTER,
+    )
+    return {"msgtype": "m.text", "body": plain, "format": HTML, "formatted_body": str(html)}
