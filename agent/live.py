@@ -43,11 +43,11 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
-from channels.db import database_sync_to_async
 from channels.layers import BaseChannelLayer, get_channel_layer
 from django.utils import timezone
 
 from agent import selectors, services
+from agent.db import db_call
 from agent.engine.events import Done, Event, TextDelta, ThinkingDelta
 from agent.engine.runner import TurnHandle
 
@@ -159,7 +159,7 @@ class TurnRegistry:
         A turn whose process is gone would never hear it: it is ended here instead, `interrupted`,
         and True is returned (False: the stop is on its way to the owner).
         """
-        ended = await database_sync_to_async(services.turns_interrupt_orphaned)()
+        ended = await db_call(services.turns_interrupt_orphaned)
         await turns_interrupted_publish(ended)
         if turn_id in ended:
             return True
@@ -385,7 +385,7 @@ async def turns_interrupted_publish(turn_ids: list[uuid.UUID]) -> None:
     layer = get_channel_layer()
     if layer is None:
         return
-    turns = await database_sync_to_async(selectors.turns_finished)(turn_ids=turn_ids)
+    turns = await db_call(selectors.turns_finished, turn_ids=turn_ids)
     for turn in turns:
         done = Done(
             session_id=str(turn.session_id),

@@ -276,8 +276,37 @@ def session_compact(
         Turn.objects.filter(pk=turn_id).update(heartbeat_at=now)
 
 
-def message_append(*, session_id: uuid.UUID, turn_id: uuid.UUID, role: str, content: list[dict[str, Any]]) -> None:
+@dataclass(frozen=True)
+class ActivityEnd:
+    """How a tool call whose ledger row is `started` ended (`activity_finish`'s arguments)."""
+
+    activity_id: int
+    state: str
+    result: dict[str, Any]
+    is_error: bool
+    duration_ms: int
+
+
+def message_append(
+    *,
+    session_id: uuid.UUID,
+    turn_id: uuid.UUID,
+    role: str,
+    content: list[dict[str, Any]],
+    ended: Collection[ActivityEnd] = (),
+) -> None:
+    """Store one complete message; with `ended`, the ledger rows of the calls it answers, in the
+    same transaction (a round of tool results and its ledger outcomes are stored together or not
+    at all: after a crash, both say "may have run")."""
     with transaction.atomic():
+        for end in ended:
+            activity_finish(
+                activity_id=end.activity_id,
+                state=end.state,
+                result=end.result,
+                is_error=end.is_error,
+                duration_ms=end.duration_ms,
+            )
         Message.objects.create(session_id=session_id, turn_id=turn_id, role=role, content=content)
         now = timezone.now()
         AgentSession.objects.filter(pk=session_id).update(last_active_at=now)
@@ -302,16 +331,25 @@ def turn_progress(
     session_id: uuid.UUID | None = None,
     context_tokens: int | None = None,
     context_window: int | None = None,
+    message: list[dict[str, Any]] | None = None,
 ) -> None:
-    """The turn's progress after a model call; with `session_id`, the session's context in use too."""
+    """The turn's progress after a model call; with `session_id`, the session's context in use too.
+
+    With `message` (and `session_id`), the call's assistant message is stored in the same
+    transaction: one write per model call instead of two.
+    """
+    now = timezone.now()
     with transaction.atomic():
+        if message and session_id is not None:
+            Message.objects.create(session_id=session_id, turn_id=turn_id, role=Message.Role.ASSISTANT, content=message)
         Turn.objects.filter(pk=turn_id).update(
-            iterations=iterations, usage=usage, heartbeat_at=timezone.now(), **_turn_spend(model=model, usage=usage)
+            iterations=iterations, usage=usage, heartbeat_at=now, **_turn_spend(model=model, usage=usage)
         )
-        if session_id is not None and context_tokens is not None:
-            AgentSession.objects.filter(pk=session_id).update(
-                context_tokens=context_tokens, context_window=context_window or 0
-            )
+        session: dict[str, Any] = {"last_active_at": now} if message else {}
+        if context_tokens is not None:
+            session.update(context_tokens=context_tokens, context_window=context_window or 0)
+        if session_id is not None and session:
+            AgentSession.objects.filter(pk=session_id).update(**session)
 
 
 def turn_finish(

@@ -11,6 +11,7 @@ order, bounded tool output, cache breakpoints, crash-safe persistence, no approv
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 import uuid
@@ -20,11 +21,11 @@ from decimal import Decimal
 from typing import Any, cast
 
 import anthropic
-from channels.db import database_sync_to_async
 from django.utils import timezone
 
 from agent import metrics, services
 from agent.budget import turn_cost
+from agent.db import db_call
 from agent.engine.approvals import approval_from_result
 from agent.engine.budgets import Budgets
 from agent.engine.caching import cache_breakpoints_apply
@@ -157,6 +158,8 @@ class TurnLoop:
         self._cutoffs: dict[str, Cutoff] = {}
         # The tool results of the round a cancellation interrupted (finished ones real, others unknown).
         self._results_on_cancel: list[Block] = []
+        # Outcomes of tool calls that answered, written to the ledger with the next stored message.
+        self._ledger_ended: list[services.ActivityEnd] = []
         # Keeps every request inside the model's window, compacting the session when needed.
         self.context = ContextKeeper(
             state=state, client=client, model=model, budgets=budgets, time_limit=self.time_limit
@@ -332,8 +335,10 @@ class TurnLoop:
             if not content and final:
                 content = [self._fallback_text()]
         if content:
-            await self._append("assistant", content)
-        await database_sync_to_async(services.turn_progress)(
+            self.state.messages.append(("assistant", content))
+        # The message, complete, and the turn's progress: one transaction.
+        await db_call(
+            services.turn_progress,
             turn_id=self.state.turn_id,
             iterations=self.state.iterations,
             usage=dict(self.state.usage),
@@ -341,6 +346,7 @@ class TurnLoop:
             session_id=self.state.session_id,
             context_tokens=context_tokens,
             context_window=self.context.window,
+            message=content or None,
         )
         return content
 
@@ -522,7 +528,8 @@ class TurnLoop:
             self._tool_result_emit(block, outcome, text, truncated=False)
             raise
         bounded = tool_result_bound(outcome.content, limit=self.budgets.tool_result_chars)
-        await self._ledger_finish(activity_id, outcome)
+        # Written with the round's tool results (`_store`): its row says `started` until then.
+        self._ledger_ended.append(_activity_end(activity_id, outcome))
         preview = "".join(b["text"] for b in bounded.content if b.get("type") == "text")
         self._tool_result_emit(block, outcome, preview, truncated=bounded.truncated)
         if spec and not outcome.is_error:
@@ -561,7 +568,8 @@ class TurnLoop:
 
     async def _ledger_start(self, block: Block, spec: Any, arguments: dict[str, Any], started_at: Any) -> int:
         """The call's ledger row, `started`, written before the call is sent (a crash leaves it)."""
-        return await database_sync_to_async(services.activity_start)(
+        return await db_call(
+            services.activity_start,
             correlation_id=self.state.turn_id,
             session_id=self.state.session_id,
             actor=self.state.actor,
@@ -573,12 +581,14 @@ class TurnLoop:
         )
 
     async def _ledger_finish(self, activity_id: int, outcome: ToolOutcome) -> None:
-        await database_sync_to_async(services.activity_finish)(
-            activity_id=activity_id,
-            state=outcome.state,
-            result=outcome.record,
-            is_error=outcome.is_error,
-            duration_ms=outcome.duration_ms,
+        end = _activity_end(activity_id, outcome)
+        await db_call(
+            services.activity_finish,
+            activity_id=end.activity_id,
+            state=end.state,
+            result=end.result,
+            is_error=end.is_error,
+            duration_ms=end.duration_ms,
         )
 
     # --- persistence -----------------------------------------------------------------------------
@@ -588,8 +598,15 @@ class TurnLoop:
         await self._store(role, content)
 
     async def _store(self, role: str, content: list[Block]) -> None:
-        await database_sync_to_async(services.message_append)(
-            session_id=self.state.session_id, turn_id=self.state.turn_id, role=role, content=content
+        """Store a complete message, with the ledger outcomes of the calls finished since the last one."""
+        ended, self._ledger_ended = self._ledger_ended, []
+        await db_call(
+            services.message_append,
+            session_id=self.state.session_id,
+            turn_id=self.state.turn_id,
+            role=role,
+            content=content,
+            ended=ended,
         )
 
     async def _keep_partial(self, partial: list[Block]) -> None:
@@ -640,7 +657,11 @@ class TurnLoop:
             cache_write_tokens=usage["cache_creation_input_tokens"],
             error=error or None,
         )
-        await database_sync_to_async(services.turn_finish)(
+        ended, self._ledger_ended = self._ledger_ended, []
+        for end in ended:  # calls that answered after the last stored message (a turn ending on an error)
+            await db_call(services.activity_finish, **dataclasses.asdict(end))
+        await db_call(
+            services.turn_finish,
             turn_id=self.state.turn_id,
             status=status,
             stop_reason=stop_reason,
@@ -667,7 +688,7 @@ class TurnLoop:
     async def _heartbeat(self) -> None:
         while True:
             await asyncio.sleep(HEARTBEAT_SECONDS)
-            await database_sync_to_async(services.turn_heartbeat)(turn_id=self.state.turn_id)
+            await db_call(services.turn_heartbeat, turn_id=self.state.turn_id)
 
 
 def _tools_unavailable_message(unreachable: list[UnreachableServer]) -> str:
@@ -682,6 +703,16 @@ def _tools_unavailable_message(unreachable: list[UnreachableServer]) -> str:
         "This conversation has used tools, and the model API refuses to continue it without tools defined, "
         f"but Hermes has never listed the tools of the MCP server {names}, which is unreachable now ({reasons}). "
         "Ask again once the server is back, or start a new session to ask without tools."
+    )
+
+
+def _activity_end(activity_id: int, outcome: ToolOutcome) -> services.ActivityEnd:
+    return services.ActivityEnd(
+        activity_id=activity_id,
+        state=outcome.state,
+        result=outcome.record,
+        is_error=outcome.is_error,
+        duration_ms=outcome.duration_ms,
     )
 
 

@@ -15,11 +15,11 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any
 
-from channels.db import database_sync_to_async
 from django.conf import settings
 
 from agent import presence, services
 from agent.budget import INVESTIGATION_ORIGIN, budget_check
+from agent.db import db_call
 from agent.engine.budgets import Budgets
 from agent.engine.events import Done, Event
 from agent.engine.loop import TurnLoop, TurnState
@@ -164,9 +164,7 @@ async def turn_start(
         system = system_prompt_build(actor=actor)
     except PersonaFileError as exc:
         raise TurnRejected("persona_missing", str(exc)) from None
-    verdict = await database_sync_to_async(budget_check)(
-        kind="investigation" if origin == INVESTIGATION_ORIGIN else "interactive"
-    )
+    verdict = await db_call(budget_check, kind="investigation" if origin == INVESTIGATION_ORIGIN else "interactive")
     if not verdict.allowed:
         raise TurnRejected("budget_exhausted", verdict.message)
     hub = hub or tool_hub()
@@ -234,7 +232,7 @@ async def _begin_uncancelled(**begin: Any) -> services.TurnBegun:
     turn left `running`, with no task to run it, until this process ends. So the storing finishes,
     and a turn nobody will run is closed before the cancellation goes on.
     """
-    storing = asyncio.ensure_future(database_sync_to_async(services.turn_begin)(**begin))
+    storing = asyncio.ensure_future(db_call(services.turn_begin, **begin))
     try:
         return await asyncio.shield(storing)
     except asyncio.CancelledError:
@@ -243,8 +241,8 @@ async def _begin_uncancelled(**begin: Any) -> services.TurnBegun:
         except Exception:
             raise asyncio.CancelledError from None
         presence.turn_running_discard(begun.turn_id)
-        await database_sync_to_async(services.turns_interrupt)(
-            turn_ids=[begun.turn_id], error="The caller went away before the turn started."
+        await db_call(
+            services.turns_interrupt, turn_ids=[begun.turn_id], error="The caller went away before the turn started."
         )
         raise
 
@@ -271,5 +269,5 @@ async def turns_shutdown(*, reason: str = "Hermes was stopped while answering.",
         await asyncio.wait(tasks, timeout=grace)
     late = [handle.turn_id for handle in handles if handle.task is not None and not handle.task.done()]
     if late:
-        await database_sync_to_async(services.turns_interrupt)(turn_ids=late, error=reason)
+        await db_call(services.turns_interrupt, turn_ids=late, error=reason)
     return len(handles)
