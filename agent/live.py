@@ -271,8 +271,9 @@ class TurnRegistry:
 
     @staticmethod
     async def _read(handle: TurnHandle, queue: asyncio.Queue[Event]) -> None:
-        async for event in handle.events():
-            queue.put_nowait(event)
+        async for batch in handle.event_batches():
+            for event in batch:
+                queue.put_nowait(event)
 
     async def _publish(
         self, live: LiveTurn, group: str, event: dict[str, Any], through: int, *, numbered_from_zero: bool = False

@@ -332,11 +332,13 @@ def turn_progress(
     context_tokens: int | None = None,
     context_window: int | None = None,
     message: list[dict[str, Any]] | None = None,
-) -> None:
+    calls: Collection[dict[str, Any]] = (),
+) -> list[int]:
     """The turn's progress after a model call; with `session_id`, the session's context in use too.
 
     With `message` (and `session_id`), the call's assistant message is stored in the same
-    transaction: one write per model call instead of two.
+    transaction, and with `calls` (`activity_start`'s arguments) the `started` ledger rows of the
+    tool calls it asks for: one write per model call instead of two or more. Returns the rows' ids.
     """
     now = timezone.now()
     with transaction.atomic():
@@ -350,6 +352,7 @@ def turn_progress(
             session.update(context_tokens=context_tokens, context_window=context_window or 0)
         if session_id is not None and session:
             AgentSession.objects.filter(pk=session_id).update(**session)
+        return [activity_start(**call) for call in calls]
 
 
 def turn_finish(

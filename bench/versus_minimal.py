@@ -217,6 +217,7 @@ async def _measure(
                 raise RuntimeError(f"Hermes's warm-up turn failed: {warm.problem}")
         # Alternating, so drift on a busy machine hits both alike.
         bare, hermes = [], []
+        _progress(f"{turns} warm turns each, alternating")
         for number in range(turns):
             bare.append(await minimal.turn(f"one turn {number}"))
             hermes.append(await hermes_turn(http, hermes_url, f"one turn {number}"))
@@ -228,7 +229,9 @@ async def _measure(
         )
         failures = sum(not run.ok for run in bare + hermes)
 
+        _progress(f"minimal loop: {concurrency} turns at once")
         base = await _batch([minimal.turn(f"at once {i}") for i in range(concurrency)])
+        _progress(f"Hermes: {concurrency} turns at once")
         ours = await _batch([hermes_turn(http, hermes_url, f"at once {i}") for i in range(concurrency)])
         print(f"  {concurrency} turns at once:")
         print(f"    {'':8} {'wall s':>7} {'p50 s':>6} {'failed':>6} {'silence p99 ms':>15}")
@@ -244,6 +247,11 @@ async def _measure(
         for problem in sorted({run.problem for run in ours.failed + base.failed})[:5]:
             print(f"    failed: {problem}")
         return failures + len(ours.failed) + len(base.failed)
+
+
+def _progress(what: str) -> None:
+    """Where the run is, on stderr (a profiler attached to the server can start at the right moment)."""
+    print(f"    ... {what}", file=sys.stderr, flush=True)
 
 
 @contextlib.contextmanager

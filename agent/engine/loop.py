@@ -158,6 +158,8 @@ class TurnLoop:
         self._cutoffs: dict[str, Cutoff] = {}
         # The tool results of the round a cancellation interrupted (finished ones real, others unknown).
         self._results_on_cancel: list[Block] = []
+        # Per tool_use id: its `started` ledger row (id, tool), until its call begins.
+        self._ledger_started: dict[str, tuple[int, str]] = {}
         # Outcomes of tool calls that answered, written to the ledger with the next stored message.
         self._ledger_ended: list[services.ActivityEnd] = []
         # Keeps every request inside the model's window, compacting the session when needed.
@@ -336,8 +338,11 @@ class TurnLoop:
                 content = [self._fallback_text()]
         if content:
             self.state.messages.append(("assistant", content))
-        # The message, complete, and the turn's progress: one transaction.
-        await db_call(
+        # The message, complete, the turn's progress, and the `started` ledger rows of the calls it
+        # asks for (written before any of them is sent, as the ledger requires): one transaction.
+        runs_tools = not final and message.stop_reason != "max_tokens"
+        calls = [self._ledger_row(block) for block in content if block["type"] == "tool_use"] if runs_tools else []
+        started_ids = await db_call(
             services.turn_progress,
             turn_id=self.state.turn_id,
             iterations=self.state.iterations,
@@ -347,7 +352,10 @@ class TurnLoop:
             context_tokens=context_tokens,
             context_window=self.context.window,
             message=content or None,
+            calls=calls,
         )
+        for call, activity_id in zip(calls, started_ids, strict=True):
+            self._ledger_started[call["tool_use_id"]] = (activity_id, call["tool"])
         return content
 
     def _request_params(self, *, final: bool) -> dict[str, Any]:
@@ -507,10 +515,12 @@ class TurnLoop:
 
     async def _tool_run(self, block: Block) -> Block:
         spec = self.hub.spec(block["name"])
-        started_at = timezone.now()
         started = time.monotonic()
         arguments = block["input"] if isinstance(block["input"], dict) else {}
-        activity_id = await self._ledger_start(block, spec, arguments, started_at)
+        # Its `started` row was written with the model's message (`_model_call`), or is written now.
+        activity_id, _tool = self._ledger_started.pop(block["id"], (None, ""))
+        if activity_id is None:
+            activity_id = await db_call(services.activity_start, **self._ledger_row(block))
         try:
             outcome = await self.hub.call(block["name"], arguments, context=self.state.tool_context())
         except asyncio.CancelledError:
@@ -566,19 +576,19 @@ class TurnLoop:
             )
         )
 
-    async def _ledger_start(self, block: Block, spec: Any, arguments: dict[str, Any], started_at: Any) -> int:
-        """The call's ledger row, `started`, written before the call is sent (a crash leaves it)."""
-        return await db_call(
-            services.activity_start,
-            correlation_id=self.state.turn_id,
-            session_id=self.state.session_id,
-            actor=self.state.actor,
-            tool_use_id=block["id"],
-            server=spec.server if spec else "",
-            tool=spec.tool if spec else block["name"],
-            arguments=arguments,
-            started_at=started_at,
-        )
+    def _ledger_row(self, block: Block) -> dict[str, Any]:
+        """The arguments of the call's `started` ledger row (`services.activity_start`)."""
+        spec = self.hub.spec(block["name"])
+        return {
+            "correlation_id": self.state.turn_id,
+            "session_id": self.state.session_id,
+            "actor": self.state.actor,
+            "tool_use_id": block["id"],
+            "server": spec.server if spec else "",
+            "tool": spec.tool if spec else block["name"],
+            "arguments": block["input"] if isinstance(block["input"], dict) else {},
+            "started_at": timezone.now(),
+        }
 
     async def _ledger_finish(self, activity_id: int, outcome: ToolOutcome) -> None:
         end = _activity_end(activity_id, outcome)
@@ -658,6 +668,21 @@ class TurnLoop:
             error=error or None,
         )
         ended, self._ledger_ended = self._ledger_ended, []
+        # Rows written for calls that never began (cut off before their task ran): "may have run"
+        # is all the ledger can say of a row that says `started`.
+        for tool_use_id, (activity_id, tool) in self._ledger_started.items():
+            cause = self._cutoffs.get(tool_use_id, self.cancel_cause)
+            text = outcome_unknown_text(tool=tool, cause=cause)
+            unknown = ToolOutcome(
+                content=tool_error_blocks(text),
+                is_error=True,
+                record=tool_error_record(cause.kind, text),
+                structured=None,
+                duration_ms=0,
+                unknown=True,
+            )
+            ended.append(_activity_end(activity_id, unknown))
+        self._ledger_started = {}
         for end in ended:  # calls that answered after the last stored message (a turn ending on an error)
             await db_call(services.activity_finish, **dataclasses.asdict(end))
         await db_call(

@@ -9,6 +9,7 @@ browser tab, a dropped `curl`) never stops or corrupts the turn — only `cancel
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import uuid
 from collections.abc import AsyncGenerator
@@ -71,15 +72,28 @@ class TurnHandle:
 
     async def events(self) -> AsyncGenerator[Event, None]:
         """All events of the turn from its start, then live ones, until `done`."""
+        async with contextlib.aclosing(self.event_batches()) as batches:
+            async for batch in batches:
+                for event in batch:
+                    yield event
+
+    async def event_batches(self) -> AsyncGenerator[list[Event], None]:
+        """`events()`, as lists of the events that arrived since the reader last looked (at least one).
+
+        A reader slower than the turn (a busy server) takes what piled up in one go: one SSE write
+        for many events instead of one wake-up and one write per event.
+        """
         queue: asyncio.Queue[Event] = asyncio.Queue()
         for event in self.log:
             queue.put_nowait(event)
         self._subscribers.append(queue)
         try:
             while True:
-                event = await queue.get()
-                yield event
-                if isinstance(event, Done):
+                batch = [await queue.get()]
+                while not queue.empty() and not isinstance(batch[-1], Done):
+                    batch.append(queue.get_nowait())
+                yield batch
+                if isinstance(batch[-1], Done):
                     return
         finally:
             self._subscribers.remove(queue)
