@@ -83,7 +83,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "access.headers.content_security_policy_middleware",
     "django.middleware.security.SecurityMiddleware",
-    "whitenoise.middleware.WhiteNoiseMiddleware",
+    # WhiteNoise, async-capable: one sync middleware would run every request in a thread of its own.
+    "hermes_site.static_files.AsyncWhiteNoiseMiddleware",
     # Outside the identity and CSRF checks, so it sees their refusals of approval decisions too.
     "controlroom.middleware.decision_attempts_middleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
