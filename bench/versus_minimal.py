@@ -5,7 +5,8 @@ each, connected once, as a small service would keep them), a tool loop, nothing 
 published. Hermes is one real Daphne process answering `POST /chat` as Server-Sent Events, storing
 everything and publishing every turn to its channel layer. Both ask the same fakes, started here:
 the scripted model (`tests/fakes/anthropic_api.py`, health summary → blast radius → a streamed
-answer, 5 ms between stream events) and oikos_sim's MCP server over loopback HTTP.
+answer, 5 ms between stream events) and oikos_sim's MCP server over loopback HTTP, each in a
+process of its own (`bench/fakes_serve.py`), so neither shares an interpreter with what is measured.
 
 Printed, per database (SQLite with the in-memory layer, PostgreSQL with Redis):
 - one warm turn: the median of `--turns` alternating turns each side, and their ratio (target ≤ 1.10x);
@@ -30,6 +31,7 @@ import contextlib
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -46,16 +48,9 @@ import httpx2  # noqa: E402
 from mcp import Client  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 
-from oikos_sim.auth import DEFAULT_TOKENS  # noqa: E402
-from oikos_sim.server import serve_in_thread  # noqa: E402
-from tests.fakes import FakeAnthropic  # noqa: E402
 from tests.fakes.daphne import DaphneServer, LiveDatabase  # noqa: E402
-from tests.fakes.scripted_models import DegradedInvestigator  # noqa: E402
 
-QUESTION = "What's degraded, and what depends on it?"
 MODEL = "claude-sonnet-5"
-# The scripted model waits this long between two stream events (one text chunk, ~ a token or two).
-TOKEN_SECONDS = 0.005
 
 
 @dataclass(frozen=True)
@@ -117,7 +112,9 @@ class MinimalLoop:
                 silences.event()
                 messages.append({"role": "user", "content": list(results)})
         except Exception as exc:
-            return TurnRun(time.perf_counter() - silences.started, silences.longest, False, f"{type(exc).__name__}: {exc}")
+            return TurnRun(
+                time.perf_counter() - silences.started, silences.longest, False, f"{type(exc).__name__}: {exc}"
+            )
         return TurnRun(time.perf_counter() - silences.started, silences.longest, True)
 
     async def _call(self, call: Any) -> dict[str, Any]:
@@ -206,9 +203,9 @@ async def _batch(turns: list[Any]) -> Batch:
 
 
 async def _measure(
-    *, hermes_url: str, model: FakeAnthropic, mcp_url: str, token: str, turns: int, concurrency: int
+    *, hermes_url: str, model_url: str, api_key: str, mcp_url: str, token: str, turns: int, concurrency: int
 ) -> int:
-    async with minimal_loop(model.url, model.api_key, mcp_url, token) as minimal, _http(concurrency) as http:
+    async with minimal_loop(model_url, api_key, mcp_url, token) as minimal, _http(concurrency) as http:
         # Warm both: connections open, tools listed, code paths taken once.
         for _ in range(2):
             await minimal.turn("warm-up")
@@ -273,6 +270,31 @@ def _environment(**values: str | None) -> Iterator[None]:
                 os.environ[name] = value
 
 
+@contextlib.contextmanager
+def _served(kind: str) -> Iterator[dict[str, str]]:
+    """`bench/fakes_serve.py <kind>` in a process of its own; what it printed (its URLs)."""
+    process = subprocess.Popen(
+        [sys.executable, str(ROOT / "bench" / "fakes_serve.py"), kind],
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdin is not None and process.stdout is not None
+    try:
+        line = process.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the fake {kind} did not start")
+        yield json.loads(line)
+    finally:
+        process.stdin.close()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
 def _run_on(backend: str, args: argparse.Namespace, directory: Path) -> int:
     if backend == "postgres":
         settings = {"DATABASE_URL": os.environ.get("DATABASE_URL"), "REDIS_URL": os.environ.get("REDIS_URL")}
@@ -283,13 +305,12 @@ def _run_on(backend: str, args: argparse.Namespace, directory: Path) -> int:
     with _environment(**settings):
         database = LiveDatabase.create(directory, name="versus")
         try:
-            with serve_in_thread(execution_seconds=0.2) as oikos, FakeAnthropic() as model:
-                model.responder = DegradedInvestigator(delay=TOKEN_SECONDS)
-                token = DEFAULT_TOKENS["agent:hermes"]
+            with _served("oikos") as oikos, _served("model") as model:
                 env = {
-                    **model.env(),
-                    "OIKOS_MCP_URL": oikos.mcp_url,
-                    "OIKOS_MCP_TOKEN": token,
+                    "ANTHROPIC_BASE_URL": model["url"],
+                    "ANTHROPIC_API_KEY": model["api_key"],
+                    "OIKOS_MCP_URL": oikos["mcp_url"],
+                    "OIKOS_MCP_TOKEN": oikos["token"],
                     "HERMES_MODEL": MODEL,
                     "HERMES_LOG_LEVEL": "WARNING",
                     **dict(item.split("=", 1) for item in args.server_env),
@@ -300,9 +321,10 @@ def _run_on(backend: str, args: argparse.Namespace, directory: Path) -> int:
                     return asyncio.run(
                         _measure(
                             hermes_url=hermes.url,
-                            model=model,
-                            mcp_url=oikos.mcp_url,
-                            token=token,
+                            model_url=model["url"],
+                            api_key=model["api_key"],
+                            mcp_url=oikos["mcp_url"],
+                            token=oikos["token"],
                             turns=args.turns,
                             concurrency=args.concurrency,
                         )
