@@ -125,9 +125,10 @@ class MinimalLoop:
 
 @contextlib.asynccontextmanager
 async def minimal_loop(model_url: str, api_key: str, mcp_url: str, token: str) -> Any:
-    limits = httpx2.Limits(max_connections=1000, max_keepalive_connections=1000)
+    # httpx's default limits (100 connections), as Hermes's MCP client has: oikos_sim listens with
+    # a backlog of 128, and 200 connections opened at once would be refused.
     async with (
-        httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, limits=limits, timeout=60) as http,
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60) as http,
         Client(streamable_http_client(mcp_url, http_client=http)) as mcp,
     ):
         tools = [

@@ -34,10 +34,7 @@ class AsyncWhiteNoiseMiddleware(WhiteNoiseMiddleware):
         return super().__call__(request)
 
     async def _acall(self, request: HttpRequest) -> Any:
-        if self.autorefresh:
-            static_file = self.find_file(request.path_info)
-        else:
-            static_file = self.files.get(request.path_info)
+        static_file = self.find_file(request.path_info) if self.autorefresh else self.files.get(request.path_info)
         if static_file is not None:
             return await sync_to_async(self.serve, thread_sensitive=False)(static_file, request)
         return await self.get_response(request)
