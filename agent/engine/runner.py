@@ -19,7 +19,7 @@ from typing import Any
 from django.conf import settings
 
 from agent import presence, services
-from agent.budget import INVESTIGATION_ORIGIN, budget_check
+from agent.budget import INVESTIGATION_ORIGIN, BudgetKind, budget_check, budget_limited
 from agent.db import db_call
 from agent.engine.budgets import Budgets
 from agent.engine.events import Done, Event
@@ -178,7 +178,9 @@ async def turn_start(
         system = system_prompt_build(actor=actor)
     except PersonaFileError as exc:
         raise TurnRejected("persona_missing", str(exc)) from None
-    verdict = await db_call(budget_check, kind="investigation" if origin == INVESTIGATION_ORIGIN else "interactive")
+    kind: BudgetKind = "investigation" if origin == INVESTIGATION_ORIGIN else "interactive"
+    # Without a budget the check reads nothing: no trip to a database thread for it.
+    verdict = await db_call(budget_check, kind=kind) if budget_limited(kind) else budget_check(kind=kind)
     if not verdict.allowed:
         raise TurnRejected("budget_exhausted", verdict.message)
     hub = hub or tool_hub()
