@@ -171,6 +171,14 @@ class BudgetVerdict:
     message: str = ""
 
 
+def budget_limited(kind: BudgetKind) -> bool:
+    """Whether a budget applies to turns of `kind` (else `budget_check` allows without a query)."""
+    return bool(
+        settings.HERMES_DAILY_TOKEN_BUDGET
+        or (kind == "investigation" and settings.HERMES_INVESTIGATION_DAILY_TOKEN_BUDGET)
+    )
+
+
 def budget_check(*, kind: BudgetKind) -> BudgetVerdict:
     """May a turn of `kind` start now? Synchronous (it queries the database).
 
@@ -181,7 +189,7 @@ def budget_check(*, kind: BudgetKind) -> BudgetVerdict:
     """
     daily = settings.HERMES_DAILY_TOKEN_BUDGET
     investigation = settings.HERMES_INVESTIGATION_DAILY_TOKEN_BUDGET
-    if not daily and not (kind == "investigation" and investigation):
+    if not budget_limited(kind):
         return BudgetVerdict(allowed=True, kind=kind, exhausted="", spent_tokens=0, budget_tokens=0)
     spend = spend_today()
     if kind == "investigation" and investigation and spend.investigation_tokens >= investigation:

@@ -40,16 +40,17 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
+import time
 import uuid
 import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
-from channels.db import database_sync_to_async
-from channels.layers import BaseChannelLayer, get_channel_layer
+from channels.layers import BaseChannelLayer, InMemoryChannelLayer, get_channel_layer
 from django.utils import timezone
 
 from agent import selectors, services
+from agent.db import db_call
 from agent.elicitations import elicitation_wake
 from agent.engine.events import Done, Event, TextDelta, ThinkingDelta
 from agent.engine.runner import TurnHandle
@@ -86,6 +87,9 @@ class LiveTurn:
     through: int = 0
     # `turn.replay.request`s waiting for `through` to reach their `after`: (reply_to, after).
     replays: list[tuple[str, int]] = field(default_factory=list)
+    # Whether anyone may be listening on the session's group. A turn nobody watches publishes
+    # nothing (see `TurnRegistry._pump`); it is still numbered and recorded, for whoever asks.
+    watched: bool = True
 
     def record(self, event: dict[str, Any]) -> None:
         last = self.log[-1] if self.log else None
@@ -162,7 +166,7 @@ class TurnRegistry:
         A turn whose process is gone would never hear it: it is ended here instead, `interrupted`,
         and True is returned (False: the stop is on its way to the owner).
         """
-        ended = await database_sync_to_async(services.turns_interrupt_orphaned)()
+        ended = await db_call(services.turns_interrupt_orphaned)
         await turns_interrupted_publish(ended)
         if turn_id in ended:
             return True
@@ -231,6 +235,9 @@ class TurnRegistry:
             block, block_text, redacted = None, "", False
 
         try:
+            # Whoever joins the group later asks for the turn so far (`turn.state.request`, a
+            # replay), which marks it watched (`_control_listen`): nothing is lost by not sending.
+            live.watched = await _group_listened(self.layer, group)
             await self._publish(live, group, live.start, 0, numbered_from_zero=True)
             await self._sessions_changed(live)
             while True:
@@ -267,8 +274,9 @@ class TurnRegistry:
 
     @staticmethod
     async def _read(handle: TurnHandle, queue: asyncio.Queue[Event]) -> None:
-        async for event in handle.events():
-            queue.put_nowait(event)
+        async for batch in handle.event_batches():
+            for event in batch:
+                queue.put_nowait(event)
 
     async def _publish(
         self, live: LiveTurn, group: str, event: dict[str, Any], through: int, *, numbered_from_zero: bool = False
@@ -276,19 +284,21 @@ class TurnRegistry:
         if not numbered_from_zero:
             live.seq += 1
             live.record(event)
-        message = {
-            "type": "turn.event",
-            "turn_id": str(live.handle.turn_id),
-            "session_id": str(live.handle.session_id),
-            "seq": live.seq,
-            "through": through,
-            "event": dict(event),
-        }
         # A boundary: a replay answered from now on ends exactly where this message ends.
         live.through = through
-        # The turn goes on and is stored even when the layer is down; listeners resync on reconnect.
-        await _quietly(self.layer.group_send(group, message))
-        await self._replays_answer(live)
+        if live.watched:
+            message = {
+                "type": "turn.event",
+                "turn_id": str(live.handle.turn_id),
+                "session_id": str(live.handle.session_id),
+                "seq": live.seq,
+                "through": through,
+                "event": dict(event),
+            }
+            # The turn goes on and is stored even when the layer is down; listeners resync on reconnect.
+            await _quietly(self.layer.group_send(group, message))
+        if live.replays:
+            await self._replays_answer(live)
 
     async def _replays_answer(self, live: LiveTurn, *, final: bool = False) -> None:
         """Send `turn.replay` to every waiting follower whose `after` is now published."""
@@ -300,8 +310,9 @@ class TurnRegistry:
             await _quietly(self.layer.send(reply_to, live.replay(after)))
 
     async def _sessions_changed(self, live: LiveTurn) -> None:
-        message = {"type": "sessions.changed", "session_id": str(live.handle.session_id)}
-        await _quietly(self.layer.group_send(SESSIONS_GROUP, message))
+        if await _group_listened(self.layer, SESSIONS_GROUP):
+            message = {"type": "sessions.changed", "session_id": str(live.handle.session_id)}
+            await _quietly(self.layer.group_send(SESSIONS_GROUP, message))
 
     # --- the control channel ---------------------------------------------------------------------
 
@@ -330,9 +341,13 @@ class TurnRegistry:
                 continue
             if message.get("type") == "turn.stop":
                 live.handle.cancel()
-            elif message.get("type") == "elicitation.answered":
+                continue
+            if message.get("type") == "elicitation.answered":
                 elicitation_wake(str(message.get("elicitation_id", "")))
-            elif message.get("type") == "turn.state.request" and isinstance(message.get("reply_to"), str):
+                continue
+            # Someone follows the turn now: its events go to the session's group from here on.
+            live.watched = True
+            if message.get("type") == "turn.state.request" and isinstance(message.get("reply_to"), str):
                 await _quietly(self.layer.send(message["reply_to"], live.state()))
             elif message.get("type") == "turn.replay.request" and isinstance(message.get("reply_to"), str):
                 after = message.get("after")
@@ -377,6 +392,28 @@ async def _quietly(awaitable: Any) -> None:
         logger.exception("A channel layer operation of the turn registry failed")
 
 
+async def _group_listened(layer: BaseChannelLayer, group: str) -> bool:
+    """Whether any channel is in `group` now; True when the layer cannot tell (then it is sent to).
+
+    The in-memory layer keeps its groups in a dict; channels-redis in a sorted set per group, scored
+    by when each channel joined (entries older than `group_expiry` no longer count): one ZCOUNT.
+    """
+    groups = getattr(layer, "groups", None)
+    if isinstance(layer, InMemoryChannelLayer) and isinstance(groups, dict):
+        return bool(groups.get(group))
+    if type(layer).__module__ == "channels_redis.core":
+        redis_layer: Any = layer
+        try:
+            connection = redis_layer.connection(redis_layer.consistent_hash(group))
+            since = int(time.time()) - redis_layer.group_expiry
+            return int(await connection.zcount(redis_layer._group_key(group), since, "+inf")) > 0
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            return True  # cannot tell: send, and let `_quietly` report a layer that is down
+    return True
+
+
 # The `seq` of an end announced for a turn whose owner is gone: past any real one, so listeners
 # take it as a gap and draw the turn from the database, where it is now `interrupted`.
 ORPHAN_END_SEQ = 2**31
@@ -390,7 +427,7 @@ async def turns_interrupted_publish(turn_ids: list[uuid.UUID]) -> None:
     layer = get_channel_layer()
     if layer is None:
         return
-    turns = await database_sync_to_async(selectors.turns_finished)(turn_ids=turn_ids)
+    turns = await db_call(selectors.turns_finished, turn_ids=turn_ids)
     for turn in turns:
         done = Done(
             session_id=str(turn.session_id),

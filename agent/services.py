@@ -280,8 +280,37 @@ def session_compact(
         Turn.objects.filter(pk=turn_id).update(heartbeat_at=now)
 
 
-def message_append(*, session_id: uuid.UUID, turn_id: uuid.UUID, role: str, content: list[dict[str, Any]]) -> None:
+@dataclass(frozen=True)
+class ActivityEnd:
+    """How a tool call whose ledger row is `started` ended (`activity_finish`'s arguments)."""
+
+    activity_id: int
+    state: str
+    result: dict[str, Any]
+    is_error: bool
+    duration_ms: int
+
+
+def message_append(
+    *,
+    session_id: uuid.UUID,
+    turn_id: uuid.UUID,
+    role: str,
+    content: list[dict[str, Any]],
+    ended: Collection[ActivityEnd] = (),
+) -> None:
+    """Store one complete message; with `ended`, the ledger rows of the calls it answers, in the
+    same transaction (a round of tool results and its ledger outcomes are stored together or not
+    at all: after a crash, both say "may have run")."""
     with transaction.atomic():
+        for end in ended:
+            activity_finish(
+                activity_id=end.activity_id,
+                state=end.state,
+                result=end.result,
+                is_error=end.is_error,
+                duration_ms=end.duration_ms,
+            )
         message = Message.objects.create(session_id=session_id, turn_id=turn_id, role=role, content=content)
         search_index_message(message)
         now = timezone.now()
@@ -307,16 +336,31 @@ def turn_progress(
     session_id: uuid.UUID | None = None,
     context_tokens: int | None = None,
     context_window: int | None = None,
-) -> None:
-    """The turn's progress after a model call; with `session_id`, the session's context in use too."""
+    message: list[dict[str, Any]] | None = None,
+    calls: Collection[dict[str, Any]] = (),
+) -> list[int]:
+    """The turn's progress after a model call; with `session_id`, the session's context in use too.
+
+    With `message` (and `session_id`), the call's assistant message is stored in the same
+    transaction, and with `calls` (`activity_start`'s arguments) the `started` ledger rows of the
+    tool calls it asks for: one write per model call instead of two or more. Returns the rows' ids.
+    """
+    now = timezone.now()
     with transaction.atomic():
-        Turn.objects.filter(pk=turn_id).update(
-            iterations=iterations, usage=usage, heartbeat_at=timezone.now(), **_turn_spend(model=model, usage=usage)
-        )
-        if session_id is not None and context_tokens is not None:
-            AgentSession.objects.filter(pk=session_id).update(
-                context_tokens=context_tokens, context_window=context_window or 0
+        if message and session_id is not None:
+            stored = Message.objects.create(
+                session_id=session_id, turn_id=turn_id, role=Message.Role.ASSISTANT, content=message
             )
+            search_index_message(stored)
+        Turn.objects.filter(pk=turn_id).update(
+            iterations=iterations, usage=usage, heartbeat_at=now, **_turn_spend(model=model, usage=usage)
+        )
+        session: dict[str, Any] = {"last_active_at": now} if message else {}
+        if context_tokens is not None:
+            session.update(context_tokens=context_tokens, context_window=context_window or 0)
+        if session_id is not None and session:
+            AgentSession.objects.filter(pk=session_id).update(**session)
+        return [activity_start(**call) for call in calls]
 
 
 def turn_finish(

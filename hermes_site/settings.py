@@ -84,7 +84,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "access.headers.content_security_policy_middleware",
     "django.middleware.security.SecurityMiddleware",
-    "whitenoise.middleware.WhiteNoiseMiddleware",
+    # WhiteNoise, async-capable: one sync middleware would run every request in a thread of its own.
+    "hermes_site.static_files.AsyncWhiteNoiseMiddleware",
     # Outside the identity and CSRF checks, so it sees their refusals of approval decisions too.
     "controlroom.middleware.decision_attempts_middleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -131,7 +132,8 @@ _SQLITE_OPTIONS = {
 # per thread, and under Daphne every request runs on a thread of its own: persistent per-thread
 # connections (CONN_MAX_AGE) outlived their threads and exhausted PostgreSQL under load. With the
 # pool, CONN_MAX_AGE must be 0: a thread hands its connection back whenever Django closes it
-# (`database_sync_to_async` does so after every call), and the next call takes one from the pool
+# (`database_sync_to_async` and the turn engine's `agent.db.db_call`, whose threads number at most
+# HERMES_DB_POOL_MAX, do so after every call), and the next call takes one from the pool
 # without reconnecting. A caller that finds every connection taken waits HERMES_DB_POOL_TIMEOUT
 # seconds, then fails with `psycopg_pool.PoolTimeout` (an OperationalError): the HTTP API answers
 # that request 503 `database_busy`. Sizing for N processes: README, "Scale-out".

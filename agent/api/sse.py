@@ -17,13 +17,15 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-from agent.engine.events import Event
+from agent.engine.events import Done, Event, TextDelta, ThinkingDelta
 from agent.engine.runner import TurnHandle
 
 # Sent at once, so the client gets the status line and headers (with the session and turn ids)
 # before the model's first word, which may take seconds.
 STREAM_OPENING = b": turn started\n\n"
 KEEPALIVE = b": keep-alive\n\n"
+# Deltas arriving this soon after the last write wait to share the next one (at most this long).
+COALESCE_SECONDS = 0.02
 
 
 def sse_frame(event: Event, sequence: int) -> bytes:
@@ -44,27 +46,48 @@ async def turn_event_stream(handle: TurnHandle, *, keepalive: float, after: int 
 
     While the turn is silent (a slow tool) a comment goes out every `keepalive` seconds, so proxies
     that close idle connections keep the stream open.
+
+    Writes are coalesced, not events: every event keeps its own frame and id, but text and thinking
+    deltas that come within `COALESCE_SECONDS` of the last write wait (that long at most) to go out
+    with the next ones. A model streaming a token every few milliseconds costs the server one socket
+    write per `COALESCE_SECONDS`, not one per token; any other event (a tool call, `done`) goes out
+    at once, with what waited before it.
     """
     yield STREAM_OPENING
-    events = aiter(handle.events())
-    pending: asyncio.Future[Event] | None = None
+    loop = asyncio.get_running_loop()
+    batches = aiter(handle.event_batches())
+    pending: asyncio.Future[list[Event]] | None = None
     sequence = 0
+    held: list[bytes] = []
+    written = -COALESCE_SECONDS
     try:
         while True:
             if pending is None:
-                pending = asyncio.ensure_future(anext(events))
-            done, _ = await asyncio.wait({pending}, timeout=keepalive)
+                pending = asyncio.ensure_future(anext(batches))
+            wait = max(written + COALESCE_SECONDS - loop.time(), 0.0) if held else keepalive
+            done, _ = await asyncio.wait({pending}, timeout=wait)
             if not done:
-                yield KEEPALIVE
+                if held:
+                    yield b"".join(held)
+                    held, written = [], loop.time()
+                else:
+                    yield KEEPALIVE
                 continue
             finished, pending = pending, None
             try:
-                event = finished.result()
+                batch = finished.result()
             except StopAsyncIteration:
                 return
-            sequence += 1
-            if sequence > after:
-                yield sse_frame(event, sequence)
+            for event in batch:
+                sequence += 1
+                if sequence > after:
+                    held.append(sse_frame(event, sequence))
+            urgent = not all(isinstance(event, TextDelta | ThinkingDelta) for event in batch)
+            if held and (urgent or loop.time() - written >= COALESCE_SECONDS):
+                yield b"".join(held)
+                held, written = [], loop.time()
+            if isinstance(batch[-1], Done):
+                return
     finally:
         # The client left (or the stream ended): stop reading. Only the reader stops; the turn
         # runs in its own task and finishes on its own.

@@ -14,7 +14,6 @@ Marks go on copies; stored history never carries them.
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 EPHEMERAL = {"type": "ephemeral"}
@@ -24,14 +23,19 @@ MAX_BREAKPOINTS = 4
 def cache_breakpoints_apply(
     *, tools: list[dict[str, Any]], system: str, messages: list[dict[str, Any]], system_note: str = ""
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
-    """Return marked copies of (tools, system blocks, messages)."""
-    marked_tools = copy.deepcopy(tools)
+    """Return marked copies of (tools, system blocks, messages).
+
+    Only what carries a mark is copied (the list, the marked message, its block list and the marked
+    block): the rest is shared with the arguments, which are never changed. Deep copies of every
+    tool schema and message, for each model call, were a measurable part of a turn (issue 15).
+    """
+    marked_tools = list(tools)
     if marked_tools:
-        marked_tools[-1]["cache_control"] = EPHEMERAL
+        marked_tools[-1] = {**marked_tools[-1], "cache_control": EPHEMERAL}
     system_blocks: list[dict[str, Any]] = [{"type": "text", "text": system, "cache_control": EPHEMERAL}]
     if system_note:
         system_blocks.append({"type": "text", "text": system_note})
-    marked_messages = copy.deepcopy(messages)
+    marked_messages = list(messages)
 
     targets: list[int] = []
     if marked_messages:
@@ -43,7 +47,9 @@ def cache_breakpoints_apply(
                 break
     budget = MAX_BREAKPOINTS - (1 if marked_tools else 0) - 1
     for index in targets[:budget]:
-        content = marked_messages[index]["content"]
+        message = marked_messages[index]
+        content = list(message["content"])
         if content:
-            content[-1]["cache_control"] = EPHEMERAL
+            content[-1] = {**content[-1], "cache_control": EPHEMERAL}
+            marked_messages[index] = {**message, "content": content}
     return marked_tools, system_blocks, marked_messages

@@ -36,10 +36,10 @@ from typing import Any
 
 import anthropic
 import httpx2
-from channels.db import database_sync_to_async
 from django.conf import settings
 
 from agent import metrics, selectors, services
+from agent.db import db_call
 from agent.engine.budgets import Budgets
 from agent.engine.context import (
     CHARS_PER_TOKEN,
@@ -207,7 +207,7 @@ class ContextKeeper:
     async def _compact(self, *, trigger: str, tokens: int, fixed_chars: int) -> bool:
         """Clear old tool results, then summarise older turns if that is not enough; True when the
         model's view of the session changed (and `state.messages` was rebuilt)."""
-        context = await database_sync_to_async(selectors.session_context_load)(session_id=self.state.session_id)
+        context = await db_call(selectors.session_context_load, session_id=self.state.session_id)
         kept = context.kept()
         spans = turn_spans(kept)
         current = spans[-1] if spans and spans[-1].turn_id == self.state.turn_id else None
@@ -234,14 +234,15 @@ class ContextKeeper:
             cleared = kept[-1].id
         if cleared == context.tool_results_cleared_through and not summary:
             return False
-        await database_sync_to_async(services.session_compact)(
+        await db_call(
+            services.session_compact,
             session_id=self.state.session_id,
             turn_id=self.state.turn_id,
             tool_results_cleared_through=cleared,
             summary=summary,
             replaces_through=replaces_through,
         )
-        fresh = await database_sync_to_async(selectors.session_context_load)(session_id=self.state.session_id)
+        fresh = await db_call(selectors.session_context_load, session_id=self.state.session_id)
         self.state.messages = fresh.history()
         self.gauge.forget()
         estimate = self._estimate(self.state.messages, fixed_chars)

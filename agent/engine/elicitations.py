@@ -18,10 +18,10 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from channels.db import database_sync_to_async
 from django.conf import settings
 
 from agent import elicitations
+from agent.db import db_call
 from agent.engine.events import ElicitationEvent, Event
 from agent.logs import log_event
 from agent.tools.elicitation import Answerer, ElicitationAnswer, ElicitationAsk, ElicitationRecord
@@ -51,7 +51,8 @@ class TurnElicitor:
         if ask.deadline is not None:
             ends.append(ask.deadline - now - CALL_MARGIN_SECONDS)
         timeout = max(min(ends), 0.0)
-        record = await database_sync_to_async(elicitations.elicitation_open)(
+        record = await db_call(
+            elicitations.elicitation_open,
             correlation_id=self.correlation_id,
             session_id=self.session_id,
             actor=self.actor,
@@ -94,7 +95,7 @@ class TurnElicitor:
             return ElicitationAnswer(action="cancel", reason=f"Cancelled by Hermes: no answer within {limit:.0f} s.")
 
     async def _settle(self, record: ElicitationRecord, answer: ElicitationAnswer) -> ElicitationAnswer:
-        final = await database_sync_to_async(elicitations.elicitation_settle)(elicitation_id=record.id, answer=answer)
+        final = await db_call(elicitations.elicitation_settle, elicitation_id=record.id, answer=answer)
         self._emit(record, final, pending=False)
         await elicitations.elicitations_changed_publish_quietly()
         return final

@@ -21,11 +21,11 @@ from decimal import Decimal
 from typing import Any, cast
 
 import anthropic
-from channels.db import database_sync_to_async
 from django.utils import timezone
 
 from agent import metrics, services
 from agent.budget import turn_cost
+from agent.db import db_call
 from agent.engine.approvals import approval_from_result
 from agent.engine.budgets import Budgets
 from agent.engine.caching import cache_breakpoints_apply
@@ -170,6 +170,10 @@ class TurnLoop:
             answerer=state.answerer,
             time_limit=self.time_limit,
         )
+        # Per tool_use id: its `started` ledger row (id, tool), until its call begins.
+        self._ledger_started: dict[str, tuple[int, str]] = {}
+        # Outcomes of tool calls that answered, written to the ledger with the next stored message.
+        self._ledger_ended: list[services.ActivityEnd] = []
         # Keeps every request inside the model's window, compacting the session when needed.
         self.context = ContextKeeper(
             state=state, client=client, model=model, budgets=budgets, time_limit=self.time_limit
@@ -345,8 +349,13 @@ class TurnLoop:
             if not content and final:
                 content = [self._fallback_text()]
         if content:
-            await self._append("assistant", content)
-        await database_sync_to_async(services.turn_progress)(
+            self.state.messages.append(("assistant", content))
+        # The message, complete, the turn's progress, and the `started` ledger rows of the calls it
+        # asks for (written before any of them is sent, as the ledger requires): one transaction.
+        runs_tools = not final and message.stop_reason != "max_tokens"
+        calls = [self._ledger_row(block) for block in content if block["type"] == "tool_use"] if runs_tools else []
+        started_ids = await db_call(
+            services.turn_progress,
             turn_id=self.state.turn_id,
             iterations=self.state.iterations,
             usage=dict(self.state.usage),
@@ -354,7 +363,11 @@ class TurnLoop:
             session_id=self.state.session_id,
             context_tokens=context_tokens,
             context_window=self.context.window,
+            message=content or None,
+            calls=calls,
         )
+        for call, activity_id in zip(calls, started_ids, strict=True):
+            self._ledger_started[call["tool_use_id"]] = (activity_id, call["tool"])
         return content
 
     def _request_params(self, *, final: bool) -> dict[str, Any]:
@@ -514,10 +527,12 @@ class TurnLoop:
 
     async def _tool_run(self, block: Block) -> Block:
         spec = self.hub.spec(block["name"])
-        started_at = timezone.now()
         started = time.monotonic()
         arguments = block["input"] if isinstance(block["input"], dict) else {}
-        activity_id = await self._ledger_start(block, spec, arguments, started_at)
+        # Its `started` row was written with the model's message (`_model_call`), or is written now.
+        activity_id, _tool = self._ledger_started.pop(block["id"], (None, ""))
+        if activity_id is None:
+            activity_id = await db_call(services.activity_start, **self._ledger_row(block))
         try:
             context = dataclasses.replace(self.state.tool_context(), tool_use_id=block["id"], elicitor=self.elicitor)
             outcome = await self.hub.call(block["name"], arguments, context=context)
@@ -536,7 +551,8 @@ class TurnLoop:
             self._tool_result_emit(block, outcome, text, truncated=False)
             raise
         bounded = tool_result_bound(outcome.content, limit=self.budgets.tool_result_chars)
-        await self._ledger_finish(activity_id, outcome)
+        # Written with the round's tool results (`_store`): its row says `started` until then.
+        self._ledger_ended.append(_activity_end(activity_id, outcome))
         preview = "".join(b["text"] for b in bounded.content if b.get("type") == "text")
         self._tool_result_emit(block, outcome, preview, truncated=bounded.truncated)
         if spec and not outcome.is_error:
@@ -573,26 +589,29 @@ class TurnLoop:
             )
         )
 
-    async def _ledger_start(self, block: Block, spec: Any, arguments: dict[str, Any], started_at: Any) -> int:
-        """The call's ledger row, `started`, written before the call is sent (a crash leaves it)."""
-        return await database_sync_to_async(services.activity_start)(
-            correlation_id=self.state.turn_id,
-            session_id=self.state.session_id,
-            actor=self.state.actor,
-            tool_use_id=block["id"],
-            server=spec.server if spec else "",
-            tool=spec.tool if spec else block["name"],
-            arguments=arguments,
-            started_at=started_at,
-        )
+    def _ledger_row(self, block: Block) -> dict[str, Any]:
+        """The arguments of the call's `started` ledger row (`services.activity_start`)."""
+        spec = self.hub.spec(block["name"])
+        return {
+            "correlation_id": self.state.turn_id,
+            "session_id": self.state.session_id,
+            "actor": self.state.actor,
+            "tool_use_id": block["id"],
+            "server": spec.server if spec else "",
+            "tool": spec.tool if spec else block["name"],
+            "arguments": block["input"] if isinstance(block["input"], dict) else {},
+            "started_at": timezone.now(),
+        }
 
     async def _ledger_finish(self, activity_id: int, outcome: ToolOutcome) -> None:
-        await database_sync_to_async(services.activity_finish)(
-            activity_id=activity_id,
-            state=outcome.state,
-            result=outcome.record,
-            is_error=outcome.is_error,
-            duration_ms=outcome.duration_ms,
+        end = _activity_end(activity_id, outcome)
+        await db_call(
+            services.activity_finish,
+            activity_id=end.activity_id,
+            state=end.state,
+            result=end.result,
+            is_error=end.is_error,
+            duration_ms=end.duration_ms,
         )
 
     # --- persistence -----------------------------------------------------------------------------
@@ -602,8 +621,15 @@ class TurnLoop:
         await self._store(role, content)
 
     async def _store(self, role: str, content: list[Block]) -> None:
-        await database_sync_to_async(services.message_append)(
-            session_id=self.state.session_id, turn_id=self.state.turn_id, role=role, content=content
+        """Store a complete message, with the ledger outcomes of the calls finished since the last one."""
+        ended, self._ledger_ended = self._ledger_ended, []
+        await db_call(
+            services.message_append,
+            session_id=self.state.session_id,
+            turn_id=self.state.turn_id,
+            role=role,
+            content=content,
+            ended=ended,
         )
 
     async def _keep_partial(self, partial: list[Block]) -> None:
@@ -654,7 +680,26 @@ class TurnLoop:
             cache_write_tokens=usage["cache_creation_input_tokens"],
             error=error or None,
         )
-        await database_sync_to_async(services.turn_finish)(
+        ended, self._ledger_ended = self._ledger_ended, []
+        # Rows written for calls that never began (cut off before their task ran): "may have run"
+        # is all the ledger can say of a row that says `started`.
+        for tool_use_id, (activity_id, tool) in self._ledger_started.items():
+            cause = self._cutoffs.get(tool_use_id, self.cancel_cause)
+            text = outcome_unknown_text(tool=tool, cause=cause)
+            unknown = ToolOutcome(
+                content=tool_error_blocks(text),
+                is_error=True,
+                record=tool_error_record(cause.kind, text),
+                structured=None,
+                duration_ms=0,
+                unknown=True,
+            )
+            ended.append(_activity_end(activity_id, unknown))
+        self._ledger_started = {}
+        for end in ended:  # calls that answered after the last stored message (a turn ending on an error)
+            await db_call(services.activity_finish, **dataclasses.asdict(end))
+        await db_call(
+            services.turn_finish,
             turn_id=self.state.turn_id,
             status=status,
             stop_reason=stop_reason,
@@ -681,7 +726,7 @@ class TurnLoop:
     async def _heartbeat(self) -> None:
         while True:
             await asyncio.sleep(HEARTBEAT_SECONDS)
-            await database_sync_to_async(services.turn_heartbeat)(turn_id=self.state.turn_id)
+            await db_call(services.turn_heartbeat, turn_id=self.state.turn_id)
 
 
 def _tools_unavailable_message(unreachable: list[UnreachableServer]) -> str:
@@ -696,6 +741,16 @@ def _tools_unavailable_message(unreachable: list[UnreachableServer]) -> str:
         "This conversation has used tools, and the model API refuses to continue it without tools defined, "
         f"but Hermes has never listed the tools of the MCP server {names}, which is unreachable now ({reasons}). "
         "Ask again once the server is back, or start a new session to ask without tools."
+    )
+
+
+def _activity_end(activity_id: int, outcome: ToolOutcome) -> services.ActivityEnd:
+    return services.ActivityEnd(
+        activity_id=activity_id,
+        state=outcome.state,
+        result=outcome.record,
+        is_error=outcome.is_error,
+        duration_ms=outcome.duration_ms,
     )
 
 

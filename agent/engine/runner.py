@@ -9,17 +9,18 @@ browser tab, a dropped `curl`) never stops or corrupts the turn — only `cancel
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import uuid
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any
 
-from channels.db import database_sync_to_async
 from django.conf import settings
 
 from agent import presence, services
-from agent.budget import INVESTIGATION_ORIGIN, budget_check
+from agent.budget import INVESTIGATION_ORIGIN, BudgetKind, budget_check, budget_limited
+from agent.db import db_call
 from agent.engine.budgets import Budgets
 from agent.engine.events import Done, Event
 from agent.engine.loop import TurnLoop, TurnState
@@ -72,15 +73,28 @@ class TurnHandle:
 
     async def events(self) -> AsyncGenerator[Event, None]:
         """All events of the turn from its start, then live ones, until `done`."""
+        async with contextlib.aclosing(self.event_batches()) as batches:
+            async for batch in batches:
+                for event in batch:
+                    yield event
+
+    async def event_batches(self) -> AsyncGenerator[list[Event], None]:
+        """`events()`, as lists of the events that arrived since the reader last looked (at least one).
+
+        A reader slower than the turn (a busy server) takes what piled up in one go: one SSE write
+        for many events instead of one wake-up and one write per event.
+        """
         queue: asyncio.Queue[Event] = asyncio.Queue()
         for event in self.log:
             queue.put_nowait(event)
         self._subscribers.append(queue)
         try:
             while True:
-                event = await queue.get()
-                yield event
-                if isinstance(event, Done):
+                batch = [await queue.get()]
+                while not queue.empty() and not isinstance(batch[-1], Done):
+                    batch.append(queue.get_nowait())
+                yield batch
+                if isinstance(batch[-1], Done):
                     return
         finally:
             self._subscribers.remove(queue)
@@ -169,9 +183,9 @@ async def turn_start(
         system = system_prompt_build(actor=actor)
     except PersonaFileError as exc:
         raise TurnRejected("persona_missing", str(exc)) from None
-    verdict = await database_sync_to_async(budget_check)(
-        kind="investigation" if origin == INVESTIGATION_ORIGIN else "interactive"
-    )
+    kind: BudgetKind = "investigation" if origin == INVESTIGATION_ORIGIN else "interactive"
+    # Without a budget the check reads nothing: no trip to a database thread for it.
+    verdict = await db_call(budget_check, kind=kind) if budget_limited(kind) else budget_check(kind=kind)
     if not verdict.allowed:
         raise TurnRejected("budget_exhausted", verdict.message)
     hub = hub or tool_hub()
@@ -240,7 +254,7 @@ async def _begin_uncancelled(**begin: Any) -> services.TurnBegun:
     turn left `running`, with no task to run it, until this process ends. So the storing finishes,
     and a turn nobody will run is closed before the cancellation goes on.
     """
-    storing = asyncio.ensure_future(database_sync_to_async(services.turn_begin)(**begin))
+    storing = asyncio.ensure_future(db_call(services.turn_begin, **begin))
     try:
         return await asyncio.shield(storing)
     except asyncio.CancelledError:
@@ -249,8 +263,8 @@ async def _begin_uncancelled(**begin: Any) -> services.TurnBegun:
         except Exception:
             raise asyncio.CancelledError from None
         presence.turn_running_discard(begun.turn_id)
-        await database_sync_to_async(services.turns_interrupt)(
-            turn_ids=[begun.turn_id], error="The caller went away before the turn started."
+        await db_call(
+            services.turns_interrupt, turn_ids=[begun.turn_id], error="The caller went away before the turn started."
         )
         raise
 
@@ -277,5 +291,5 @@ async def turns_shutdown(*, reason: str = "Hermes was stopped while answering.",
         await asyncio.wait(tasks, timeout=grace)
     late = [handle.turn_id for handle in handles if handle.task is not None and not handle.task.done()]
     if late:
-        await database_sync_to_async(services.turns_interrupt)(turn_ids=late, error=reason)
+        await db_call(services.turns_interrupt, turn_ids=late, error=reason)
     return len(handles)

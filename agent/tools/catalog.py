@@ -15,9 +15,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from channels.db import database_sync_to_async
-
 from agent import selectors, services
+from agent.db import db_call
 from agent.tools.config import ServerConfig
 
 logger = logging.getLogger(__name__)
@@ -43,9 +42,7 @@ class ToolCatalog:
         if not self.persisted:
             return
         try:
-            await database_sync_to_async(services.tool_catalog_save)(
-                server=config.name, target=config.target, tools=entries
-            )
+            await db_call(services.tool_catalog_save, server=config.name, target=config.target, tools=entries)
         except Exception as exc:  # the catalog is a fallback: a database hiccup must not fail a listing
             logger.warning("could not store the tool list of MCP server %r: %s", config.name, exc)
 
@@ -54,7 +51,7 @@ class ToolCatalog:
         if config.name in self._known or not self.persisted or config.name in self._looked_up:
             return self._known.get(config.name)
         try:
-            stored = await database_sync_to_async(selectors.tool_catalog_get)(server=config.name, target=config.target)
+            stored = await db_call(selectors.tool_catalog_get, server=config.name, target=config.target)
         except Exception as exc:
             logger.warning("could not read the stored tool list of MCP server %r: %s", config.name, exc)
             return None

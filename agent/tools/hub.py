@@ -120,6 +120,8 @@ class ToolHub:
         self._catalog = catalog or ToolCatalog()
         self._errors: dict[str, str] = {}
         self._specs: dict[str, ToolSpec] = {spec.name: spec for spec in self._local_specs()}
+        # Per server: the listing turns' starts are waiting for (`_verify_listing`).
+        self._verifying: dict[str, asyncio.Future[list[Tool]]] = {}
         # Per server: whether the last contact worked, to log and export changes of state.
         self._up: dict[str, bool] = {}
         # From now on, these values are scrubbed from logs (and by `redact()` wherever it is used).
@@ -320,7 +322,7 @@ class ToolHub:
             if not verify:
                 return
             try:
-                tools = await connection.list_tools(refresh=True, within=min(VERIFY_SECONDS, config.timeout))
+                tools = await self._verify_listing(name, connection, within=min(VERIFY_SECONDS, config.timeout))
             except MCPCallError:
                 if connection.connected:
                     return  # it answered, with an error: the list we have is still its list
@@ -346,6 +348,26 @@ class ToolHub:
                 self._listed[name] = (-1, specs)
             return
         await self._listed_set(name, connection.generation, tools)
+
+    async def _verify_listing(self, name: str, connection: ServerConnection, *, within: float) -> list[Tool]:
+        """The server's fresh listing; turns that start while one is on its way share it instead of
+        sending one each (under load, hundreds of turns start within one round trip).
+
+        Shielded: one waiter cancelled (its turn stopped) does not cut the listing the others wait for.
+        """
+        listing = self._verifying.get(name)
+        if listing is None:
+            listing = asyncio.ensure_future(connection.list_tools(refresh=True, within=within))
+            self._verifying[name] = listing
+
+            def settled(task: asyncio.Future[list[Tool]]) -> None:
+                if self._verifying.get(name) is task:
+                    del self._verifying[name]
+                if not task.cancelled():
+                    task.exception()  # retrieved: every waiter may have gone (each re-raises its own)
+
+            listing.add_done_callback(settled)
+        return await asyncio.shield(listing)
 
     async def _listed_set(self, name: str, generation: int, tools: list[Tool]) -> None:
         config = self._configs[name]

@@ -1,0 +1,82 @@
+"""Where a turn's database work runs: `await db_call(services.message_append, ...)`.
+
+`channels.db.database_sync_to_async` did it before, and under 200 concurrent turns nearly half of
+the server's time went there (issue 15). It runs every call thread-sensitively — outside a request,
+every turn of the process through one shared thread, one call at a time — and closes and reopens
+that thread's connection around each call (`close_old_connections`; with CONN_MAX_AGE=0, always):
+on SQLite a new connection and its PRAGMAs per call. So instead:
+
+- SQLite: one writer, done well. Every call runs on one dedicated thread, on one connection that
+  stays open (WAL, IMMEDIATE transactions, busy timeout: settings). SQLite admits one writer at a
+  time whatever we do; writers in several threads of one process would only queue on the file
+  lock, each retrying on the busy handler's sleeps (up to 100 ms each), which is what made a
+  stream fall silent for seconds under load. Reads in other threads (pages, the API) still run
+  beside it: WAL readers never wait for the writer.
+- PostgreSQL: calls run concurrently on a pool of threads no larger than the connection pool
+  (`HERMES_DB_POOL_MAX`), so no call waits for a connection held by an idle thread. Each call takes
+  a connection from the pool and gives it back when it ends (Django's `close()` with the pool), so
+  no thread keeps one between calls, and a connection broken meanwhile is replaced by the pool's
+  health check.
+
+Django's connections are per thread, so a call sees the connection of the thread it runs on, and
+its transaction (`transaction.atomic` inside the service) begins and ends within the call.
+Cancelling the await does not stop a call already running (nor does `database_sync_to_async`):
+callers that must not leave work half done shield it (`runner._begin_uncancelled`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+from django.conf import settings
+from django.db import connections
+
+T = TypeVar("T")
+
+_executor: ThreadPoolExecutor | None = None
+_executor_lock = threading.Lock()
+
+
+def db_executor() -> ThreadPoolExecutor:
+    """The threads database calls run on (made on first use; see the module docstring)."""
+    global _executor
+    with _executor_lock:
+        if _executor is None:
+            sqlite = connections["default"].vendor == "sqlite"
+            workers = 1 if sqlite else settings.HERMES_DB_POOL_MAX
+            _executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="hermes-db")
+        return _executor
+
+
+async def db_call(function: Callable[..., T], /, **kwargs: Any) -> T:
+    """Run `function(**kwargs)` (a service or selector: synchronous, transactional) off the event loop."""
+    loop = asyncio.get_running_loop()
+    return await loop.run_in_executor(db_executor(), functools.partial(_call, function, kwargs))
+
+
+def _call(function: Callable[..., T], kwargs: dict[str, Any]) -> T:
+    try:
+        return function(**kwargs)
+    finally:
+        _connections_settle()
+
+
+def _connections_settle() -> None:
+    """After a call: PostgreSQL connections go back to the pool; a SQLite connection stays open
+    unless the call left it unusable (then the next call opens a fresh one)."""
+    for connection in connections.all(initialized_only=True):
+        if connection.connection is None:
+            continue
+        if (
+            connection.vendor != "sqlite"
+            or connection.get_autocommit() != connection.settings_dict["AUTOCOMMIT"]
+            or (connection.errors_occurred and not connection.is_usable())
+        ):
+            connection.close()
+        else:
+            connection.errors_occurred = False
