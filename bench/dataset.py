@@ -126,11 +126,12 @@ def scale_database_url(url: str, *, suffix: str = "_scale") -> str:
 
 
 @contextmanager
-def dataset_database(url: str, *, keep: bool = False) -> Iterator[str]:
+def dataset_database(url: str, *, keep: bool = False, reuse: bool = False) -> Iterator[str]:
     """A fresh, empty database beside `url`'s (dropped first if a previous run left it), as a URL.
 
     Sets `DATABASE_URL` to it for the Django set-up that follows; drops it on the way out unless
-    `keep`. Django's connections must be closed by then (`django.db.connections.close_all()`).
+    `keep`. `reuse`: the database a `keep` run left, as it is (the set-up migrates it forward).
+    Django's connections must be closed by then (`django.db.connections.close_all()`).
     """
     import psycopg
 
@@ -141,8 +142,12 @@ def dataset_database(url: str, *, keep: bool = False) -> Iterator[str]:
     # The server's maintenance database: `url`'s own need not exist.
     maintenance = urlunsplit(urlsplit(url)._replace(path="/postgres"))
     with psycopg.connect(maintenance, autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        admin.execute(f'CREATE DATABASE "{name}"')
+        exists = admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone()
+        if reuse and not exists:
+            raise SystemExit(f"There is no database {name} to reuse: run once with --keep.")
+        if not reuse:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            admin.execute(f'CREATE DATABASE "{name}"')
     os.environ["DATABASE_URL"] = target
     try:
         yield target
@@ -152,6 +157,29 @@ def dataset_database(url: str, *, keep: bool = False) -> Iterator[str]:
         else:
             with psycopg.connect(maintenance, autocommit=True) as admin:
                 admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def dataset_describe() -> Dataset:
+    """What `dataset_build` returned, read back from a database it filled (for `--reuse`)."""
+    from django.db.models import Count
+
+    from agent.models import Activity, AgentSession, Message, Turn
+
+    longest = AgentSession.objects.annotate(n=Count("turns")).order_by("-n").values_list("id", "n").first()
+    if longest is None:
+        raise SystemExit("The database holds no sessions: it is not a scale dataset.")
+    long_turns = Turn.objects.filter(session_id=longest[0]).order_by("started_at").values_list("id", flat=True)
+    return Dataset(
+        sessions=AgentSession.objects.count(),
+        turns=Turn.objects.count(),
+        messages=Message.objects.count(),
+        ledger_rows=Activity.objects.count(),
+        long_session_id=longest[0],
+        long_session_messages=Message.objects.filter(session_id=longest[0]).count(),
+        search_term="vaultwarden",
+        long_session_turn_id=long_turns[longest[1] // 2],
+        build_seconds=0.0,
+    )
 
 
 @dataclass
@@ -300,7 +328,13 @@ def _copy_turns(
             at = turn.at
             before = len(message_rows)
 
-            def message(role: str, content: list[dict[str, Any]], **extra: Any) -> None:
+            def message(
+                role: str,
+                content: list[dict[str, Any]],
+                session_id: uuid.UUID = session_id,
+                turn_id: uuid.UUID = turn_id,
+                **extra: Any,
+            ) -> None:
                 nonlocal at
                 counts["messages"] += 1
                 at += datetime.timedelta(milliseconds=rng.randint(300, 9_000))
@@ -416,7 +450,9 @@ def _copy_turns(
     return counts
 
 
-def _investigation_rows(rng: random.Random, session_ids: list[uuid.UUID], turns: list[_Turn]) -> Iterator[dict[str, Any]]:
+def _investigation_rows(
+    rng: random.Random, session_ids: list[uuid.UUID], turns: list[_Turn]
+) -> Iterator[dict[str, Any]]:
     opened: dict[int, datetime.datetime] = {}
     for turn in turns:
         opened.setdefault(turn.session, turn.at)
@@ -431,7 +467,9 @@ def _investigation_rows(rng: random.Random, session_ids: list[uuid.UUID], turns:
             "state": rng.choice(["open", "resolved", "resolved", "skipped"]),
             "fired_count": rng.randint(1, 6),
             "first_event_id": str(index),
-            "event": json.dumps({"type": "signal.fired", "entity": f"service:{topic}", "at": opened[index].isoformat()}),
+            "event": json.dumps(
+                {"type": "signal.fired", "entity": f"service:{topic}", "at": opened[index].isoformat()}
+            ),
             "escalation": json.dumps({"summary": f"{topic} timed out", "evidence": []}),
             "opened_at": opened[index],
             "last_fired_at": opened[index],

@@ -9,6 +9,7 @@ from urllib.parse import urlencode
 from asgiref.sync import async_to_sync
 from django.http import HttpRequest, HttpResponseRedirect
 from django.shortcuts import redirect
+from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django_htmx.middleware import HtmxDetails
 
@@ -35,6 +36,7 @@ def conversation_context(
     error: str = "",
     follow_approvals: bool = False,
     follow_sessions: bool = False,
+    before: uuid.UUID | None = None,
 ) -> dict[str, Any]:
     """The conversation pane (home or drawer) for `session_id`, or an empty one for a new chat.
 
@@ -42,9 +44,16 @@ def conversation_context(
     the session list (`follow_sessions`), the approvals page's cards (`follow_approvals`). A
     conversation with approval cards asks Oikos about them (see `approvals_confirmed`): call this
     from a thread, never from the event loop.
+
+    A long session shows its latest turns with a link to the earlier ones; `before` (a turn id)
+    shows the turns before that one instead. Such a page of earlier turns is history: its socket
+    does not follow the session (whose snapshot would put the latest turns back), and the
+    composer gives way to a link back to the latest turns.
     """
-    turns = selectors.session_turn_views(session_id=session_id) if session_id else []
-    query = {"session": str(session_id)} if session_id else {}
+    page = selectors.session_turns_page(session_id=session_id, before=before) if session_id else None
+    turns = page.turns if page else []
+    earlier = page is not None and page.before is not None
+    query = {"session": str(session_id)} if session_id and not earlier else {}
     if place == "home":
         query["rail"] = "1"
     if place == "home" or follow_sessions:
@@ -62,6 +71,8 @@ def conversation_context(
         "context": selectors.session_context_in_use(session_id=session_id) if session_id else None,
         "escalation": selectors.session_escalation(session_id=session_id) if session_id else None,
         "turns": turns,
+        "earlier_url": _session_url(session_id, before=page.earlier_than) if page and page.earlier_than else "",
+        "latest_url": _session_url(session_id) if earlier else "",
         "running": next((turn for turn in turns if turn.running), None),
         "approvals": approvals,
         "pending_approvals": [approval for approval in approvals.values() if approval.decidable],
@@ -76,6 +87,11 @@ def conversation_context(
             **selectors.model_picker(session_id=session_id),
         },
     }
+
+
+def _session_url(session_id: uuid.UUID | None, *, before: uuid.UUID | None = None) -> str:
+    url = reverse("controlroom:session", kwargs={"session_id": session_id})
+    return f"{url}?{urlencode({'before': before})}" if before else url
 
 
 def nav_context(*, current: str = "", query: str = "") -> dict[str, Any]:
