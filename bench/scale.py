@@ -9,8 +9,13 @@ Server time is the time Django takes to answer, measured around `django.test.Cli
 every middleware, the view, its queries and the template rendering, as `runserver` or Daphne would
 run them, without the network or the ASGI server (the same for every page, and not what this
 benchmark is about). Async views run through the WSGI handler's `async_to_sync`, as sync views run
-through `sync_to_async` under Daphne. Each page also gets its query count (from one request with
-`CaptureQueriesContext`), the first thing to look at when a figure is high.
+through `sync_to_async` under Daphne. Each page also gets its query count (one request's), the
+first thing to look at when a figure is high.
+
+One browser session (cookie) makes every request, as one operator would: once it has opened the
+long session, the pages after it (search, ledger) carry that session in their chat drawer — the
+worst case, and the common one. Rendered Markdown is cached per process (controlroom.markdown):
+"first view" clears that cache before each request.
 """
 
 from __future__ import annotations
@@ -93,11 +98,24 @@ def pages_measure(built: dataset.Dataset, *, runs: int) -> list[Figure]:  # type
         ("session search (sessions page)", f"/ui/sessions/?q={term}"),
         ("session search (nav, as you type)", f"/ui/sessions/nav/?q={term}"),
         ("ledger page 1", "/ui/ledger/"),
-        (f"ledger page {ledger_pages // 2} of {ledger_pages}", f"/ui/ledger/?page={ledger_pages // 2}"),
+        # Half-way down: the rows are numbered in time order, so the middle id is the middle row.
+        (f"ledger, {ledger_pages // 2} pages down", f"/ui/ledger/?older={built.ledger_rows // 2}"),
         ("ledger of one turn", f"/ui/ledger/?turn={built.long_session_turn_id}"),
         ("ledger, errors only", "/ui/ledger/?only_errors=1"),
     ]
-    return [_measure(client.get, name, path, runs=runs) for name, path in pages]
+    figures = [_measure(client.get, name, path, runs=runs) for name, path in pages]
+    # The first view of a long session: no block of it rendered yet (controlroom.markdown's cache).
+    from controlroom.markdown import _markdown_render_cached
+
+    first_view = _measure(
+        client.get,
+        "long session page, first view",
+        f"/ui/s/{long_id}/",
+        runs=runs,
+        prepare=_markdown_render_cached.cache_clear,
+    )
+    figures.insert(4, first_view)
+    return figures
 
 
 class _QueryCounter:
@@ -120,7 +138,9 @@ class _QueryCounter:
 _queries = _QueryCounter()
 
 
-def _measure(get: Callable[..., object], name: str, path: str, *, runs: int) -> Figure:
+def _measure(
+    get: Callable[..., object], name: str, path: str, *, runs: int, prepare: Callable[[], None] = lambda: None
+) -> Figure:
     from django.db.backends.signals import connection_created
 
     connection_created.connect(_queries.install, weak=False, dispatch_uid="bench-scale-queries")
@@ -131,6 +151,7 @@ def _measure(get: Callable[..., object], name: str, path: str, *, runs: int) -> 
     queries = _queries.count
     timings = []
     for _ in range(runs):
+        prepare()
         started = time.perf_counter()
         _get(get, path)
         timings.append((time.perf_counter() - started) * 1000)
@@ -148,6 +169,8 @@ def _get(get: Callable[..., object], path: str) -> bytes:
 
 
 def figures_print(figures: list[Figure]) -> None:
+    # The machine's load says how far the figures are from an idle server's.
+    print("\nload average (1, 5, 15 min): " + ", ".join(f"{load:.1f}" for load in os.getloadavg()))
     print("\n| page | p50 ms | p95 ms | target p95 | queries | size KB |")
     print("|---|---|---|---|---|---|")
     for figure in figures:

@@ -10,6 +10,7 @@ import datetime
 import json
 import uuid
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +29,10 @@ from controlroom.models import ApprovalDecision
 from controlroom.transcript import ApprovalItem, NoticeItem, TextItem, ThinkingItem, ToolItem, TurnView
 from watch.models import Investigation
 
-SESSION_TURNS_SHOWN = 200
+# A session page (and the chat drawer, and its socket's snapshot) draws this many of the latest
+# turns: enough to scroll back through, few enough that a session of thousands of turns opens as
+# fast as a short one (bench/scale.py). Earlier turns are a link away.
+SESSION_TURNS_SHOWN = 20
 
 
 @dataclass(frozen=True)
@@ -253,12 +257,13 @@ def _summaries_before(*, session_id: uuid.UUID, first_ids: dict[uuid.UUID, int])
     turn_of_first = {first: turn_id for turn_id, first in first_ids.items()}
     people = _people_messages().filter(session_id=session_id)
     lowest, highest = min(turn_of_first), max(turn_of_first)
+    # Only a summary ending on the message right before these turns, or among them, marks one.
+    floor = people.filter(id__lt=lowest).order_by("-id").values_list("id", flat=True).first()
+    near = [through for through in boundaries if through == floor or lowest <= through < highest]
     found: dict[uuid.UUID, str] = {}
-    # Only a summary that ends on a message people see marks a turn; and only near this page.
-    candidates = people.filter(id__in=list(boundaries), id__lt=highest).values_list("id", flat=True)
-    for through in candidates:
+    for through in people.filter(id__in=near).values_list("id", flat=True):
         following = people.filter(id__gt=through).order_by("id").values_list("id", flat=True).first()
-        if following is not None and following >= lowest and following in turn_of_first:
+        if following in turn_of_first:
             found[turn_of_first[following]] = boundaries[through]
     return found
 
@@ -408,7 +413,7 @@ class LedgerPage:
     (`newer_than`), so page 2,000 costs what page 1 costs and no page counts the whole ledger.
     """
 
-    calls: list[Activity]
+    calls: Sequence[Activity]
     # The id to pass as `older_than` for the next, older page; None on the oldest page.
     older_than: int | None
     # The id to pass as `newer_than` for the previous, newer page; None on the newest page.

@@ -44,7 +44,8 @@ def ledger(request: HttpRequest) -> HttpResponse:
     """Every tool call, newest first; filter by turn (correlation id), session, server, tool, state, errors."""
     form = LedgerFilterForm(request.GET)
     filters = selectors.LedgerFilters()
-    cursors: dict[str, int | None] = {}
+    older: int | None = None
+    newer: int | None = None
     if form.is_valid():
         data = form.cleaned_data
         filters = selectors.LedgerFilters(
@@ -55,8 +56,8 @@ def ledger(request: HttpRequest) -> HttpResponse:
             errors_only=data["only_errors"],
             state=data["state"],
         )
-        cursors = {"older_than": data["older"], "newer_than": data["newer"]}
-    page = selectors.ledger_page(filters=filters, **cursors)
+        older, newer = data["older"], data["newer"]
+    page = selectors.ledger_page(filters=filters, older_than=older, newer_than=newer)
     drawer = _drawer(request)
     context = {
         "operator": operator_name(request),

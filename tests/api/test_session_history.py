@@ -10,7 +10,7 @@ from django.test import Client
 from agent.models import Message
 from tests.controlroom.test_long_history import session_with_turns
 
-pytestmark = pytest.mark.django_db
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def questions(page: dict[str, object]) -> list[str]:

@@ -60,6 +60,26 @@ def test_a_long_session_opens_on_its_latest_turns_and_links_to_the_earlier_ones(
     assert f"session={session.id}" not in earlier and 'name="message"' not in earlier
 
 
+def test_a_summary_ending_right_before_the_first_turn_shown_is_marked_there(client: Client) -> None:
+    shown = selectors.SESSION_TURNS_SHOWN
+    session, turn_ids = session_with_turns(shown + 5)
+    through = Message.objects.filter(turn_id=turn_ids[4]).order_by("id").last()
+    assert through is not None
+    Message.objects.create(
+        session=session,
+        turn_id=turn_ids[5],
+        role="user",
+        kind=Message.Kind.SUMMARY,
+        replaces_through=through.pk,
+        content=[{"type": "text", "text": "The operator asked about caddy."}],
+    )
+    latest = client.get(f"/ui/s/{session.id}/").content.decode()
+    assert latest.count("earlier turns summarised for the model") == 1
+    assert latest.index("The operator asked about caddy.") < latest.index("<p>question 5</p>")
+    earlier = client.get(f"/ui/s/{session.id}/?before={turn_ids[5]}").content.decode()
+    assert "earlier turns summarised for the model" not in earlier
+
+
 def test_a_short_session_shows_every_turn_without_an_earlier_link(client: Client) -> None:
     session, _turn_ids = session_with_turns(3)
     html = client.get(f"/ui/s/{session.id}/").content.decode()
