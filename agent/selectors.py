@@ -162,7 +162,7 @@ def session_detail(
         if anchor is None:
             raise LookupError(before)
         started_at, anchor_id = anchor
-        turns_of = turns_of.filter(Q(started_at__lt=started_at) | Q(started_at=started_at, id__lt=anchor_id))
+        turns_of = turns_of.filter(Q(started_at__lt=started_at) | Q(id__lt=anchor_id), started_at__lte=started_at)
         upper = _first_message_id(session_id=session_id, turn_ids=[anchor_id])
     rows = list(turns_of.order_by("-started_at", "-id")[: limit + 1] if limit else turns_of.order_by("-started_at"))
     earlier = limit is not None and len(rows) > limit

@@ -189,7 +189,7 @@ def session_turns_page(
     anchor = turns_of.filter(pk=before).values_list("started_at", "id").first() if before else None
     if anchor is not None:
         started_at, turn_id = anchor
-        turns_of = turns_of.filter(Q(started_at__lt=started_at) | Q(started_at=started_at, id__lt=turn_id))
+        turns_of = turns_of.filter(Q(started_at__lt=started_at) | Q(id__lt=turn_id), started_at__lte=started_at)
     # One turn more than shown says whether there are earlier ones.
     turns = list(turns_of.order_by("-started_at", "-id")[: limit + 1])
     earlier = len(turns) > limit
@@ -453,10 +453,12 @@ def ledger_page(
     newest_first = newer_than is None or cursor is None
     if cursor is not None:
         started_at, row_id = cursor
+        # "(started_at, id) before the cursor", spelt so that the bound on started_at alone is an
+        # index range (an OR of the two is a filter, read from the top of the index down).
         if newest_first:
-            calls = calls.filter(Q(started_at__lt=started_at) | Q(started_at=started_at, id__lt=row_id))
+            calls = calls.filter(Q(started_at__lt=started_at) | Q(id__lt=row_id), started_at__lte=started_at)
         else:
-            calls = calls.filter(Q(started_at__gt=started_at) | Q(started_at=started_at, id__gt=row_id))
+            calls = calls.filter(Q(started_at__gt=started_at) | Q(id__gt=row_id), started_at__gte=started_at)
     order = ("-started_at", "-id") if newest_first else ("started_at", "id")
     # One row more than the page says whether there is a page beyond it.
     rows = list(calls.order_by(*order)[: per_page + 1])
