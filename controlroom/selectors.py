@@ -115,22 +115,41 @@ def session_exists(*, session_id: uuid.UUID) -> bool:
     return AgentSession.objects.filter(pk=session_id).exists()
 
 
-def session_title(*, session_id: uuid.UUID) -> str:
-    return AgentSession.objects.filter(pk=session_id).values_list("title", flat=True).first() or ""
-
-
 def session_model(*, session_id: uuid.UUID | None) -> str:
     """The model the session's next turn uses unless the operator picks another: the one it was
     switched to (while the allowlist still offers it), else the default."""
     chosen = AgentSession.objects.filter(pk=session_id).values_list("model", flat=True).first() if session_id else ""
+    return _model_in_use(chosen or "")
+
+
+def _model_in_use(chosen: str) -> str:
     return chosen if chosen and chosen in settings.HERMES_MODELS else settings.HERMES_MODEL
 
 
-def model_picker(*, session_id: uuid.UUID | None) -> dict[str, Any]:
+def model_picker(*, session_id: uuid.UUID | None, chosen: str | None = None) -> dict[str, Any]:
     """What the composer's model selector shows: the models offered (none when there is no choice)
-    and the one selected."""
+    and the one selected. `chosen`: the session's own pick, when the caller has read it already."""
     offered = list(settings.HERMES_MODELS)
-    return {"models": offered if len(offered) > 1 else [], "model": session_model(session_id=session_id)}
+    model = _model_in_use(chosen) if chosen is not None else session_model(session_id=session_id)
+    return {"models": offered if len(offered) > 1 else [], "model": model}
+
+
+@dataclass(frozen=True)
+class SessionHead:
+    """What a conversation's header and composer show of its session, read in one query."""
+
+    title: str
+    model: str
+    context: ContextInUse
+
+
+def session_head(*, session_id: uuid.UUID) -> SessionHead | None:
+    session = AgentSession.objects.filter(pk=session_id).first()
+    if session is None:
+        return None
+    return SessionHead(
+        title=session.title, model=session.model, context=agent_selectors.session_context_in_use(session)
+    )
 
 
 def sessions_recent(*, query: str = "", limit: int = 30) -> list[SessionRow]:
@@ -266,12 +285,6 @@ def _summaries_before(*, session_id: uuid.UUID, first_ids: dict[uuid.UUID, int])
         if following in turn_of_first:
             found[turn_of_first[following]] = boundaries[through]
     return found
-
-
-def session_context_in_use(*, session_id: uuid.UUID) -> ContextInUse | None:
-    """The context the session fills now (the control room's meter)."""
-    session = AgentSession.objects.filter(pk=session_id).first()
-    return None if session is None else agent_selectors.session_context_in_use(session)
 
 
 def _turn_is_stale(turn: Turn) -> bool:

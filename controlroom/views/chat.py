@@ -39,7 +39,9 @@ def home(request: HtmxHttpRequest, session_id: uuid.UUID | None = None) -> HttpR
     if session_id is not None:
         if not selectors.session_exists(session_id=session_id):
             raise Http404("There is no session with this id.")
-        request.session[DRAWER_SESSION_KEY] = str(session_id)
+        # Written only when it changes: a session write is a transaction on every page view.
+        if request.session.get(DRAWER_SESSION_KEY) != str(session_id):
+            request.session[DRAWER_SESSION_KEY] = str(session_id)
         try:
             before = uuid.UUID(request.GET["before"]) if request.GET.get("before") else None
         except ValueError:

@@ -50,6 +50,8 @@ def conversation_context(
     does not follow the session (whose snapshot would put the latest turns back), and the
     composer gives way to a link back to the latest turns.
     """
+    # One read of the session row for the header, the meter and the composer's model.
+    head = selectors.session_head(session_id=session_id) if session_id else None
     page = selectors.session_turns_page(session_id=session_id, before=before) if session_id else None
     turns = page.turns if page else []
     earlier = page is not None and page.before is not None
@@ -67,8 +69,8 @@ def conversation_context(
     return {
         "place": place,
         "session_id": str(session_id) if session_id else "",
-        "session_title": selectors.session_title(session_id=session_id) if session_id else "",
-        "context": selectors.session_context_in_use(session_id=session_id) if session_id else None,
+        "session_title": head.title if head else "",
+        "context": head.context if head else None,
         "escalation": selectors.session_escalation(session_id=session_id) if session_id else None,
         "turns": turns,
         "earlier_url": _session_url(session_id, before=page.earlier_than) if page and page.earlier_than else "",
@@ -84,7 +86,7 @@ def conversation_context(
             "text": text,
             "error": error,
             "autofocus": place == "home",
-            **selectors.model_picker(session_id=session_id),
+            **selectors.model_picker(session_id=session_id, chosen=head.model if head else None),
         },
     }
 
