@@ -131,7 +131,7 @@ def _page_link(page: int, page_size: int) -> str:
 
 
 def _turn_id_parse(raw: str | None) -> uuid.UUID | None:
-    if not raw:
+    if raw is None:
         return None
     try:
         return uuid.UUID(raw)

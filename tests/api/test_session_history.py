@@ -47,6 +47,7 @@ def test_a_short_history_comes_whole(client: Client) -> None:
         ({"turns": "0"}, 400, "invalid_parameter"),
         ({"turns": "501"}, 400, "invalid_parameter"),
         ({"before": "not-a-turn"}, 400, "invalid_parameter"),
+        ({"before": ""}, 400, "invalid_parameter"),
         ({"before": str(uuid.uuid4())}, 404, "turn_not_found"),
     ],
 )
