@@ -198,8 +198,11 @@ class Activity(models.Model):
         ordering = ["-started_at", "-id"]
         indexes = [
             models.Index(fields=["correlation_id"], name="agent_act_corr_idx"),
-            models.Index(fields=["-started_at"], name="agent_act_started_idx"),
+            # The ledger's order, and its keyset pages' cursor (controlroom.selectors.ledger_page).
+            models.Index(fields=["-started_at", "-id"], name="agent_act_started_id_idx"),
+            # The filter menus walk these from one distinct value to the next.
             models.Index(fields=["tool"], name="agent_act_tool_idx"),
+            models.Index(fields=["server"], name="agent_act_server_idx"),
         ]
 
     def __str__(self) -> str:

@@ -12,7 +12,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.core.paginator import Paginator
-from django.db.models import Count
+from django.db.models import Count, Min, Q
 
 from agent.engine.context import SessionContext, StoredMessage
 from agent.models import AgentSession, Message, ToolCatalog, Turn
@@ -110,32 +110,64 @@ class SessionDetail:
     turns: list[TurnRecord]
     messages: list[MessageRecord]
     context: ContextInUse
+    # The first turn of these, when the session has turns before it (the earlier page's `before`).
+    earlier_than: uuid.UUID | None = None
 
 
 def session_page(*, page: int, page_size: int) -> SessionPage:
     """One page of sessions, most recently active first. Page 1 always exists, even when empty.
 
+    The turn counts are counted for the page's sessions only: counting every session's turns to
+    show twenty of them grows with the whole history.
+
     Raises:
         PageOutOfRange: `page` is past the last page.
     """
-    sessions = AgentSession.objects.annotate(turn_count=Count("turns")).order_by("-last_active_at", "-id")
-    paginator = Paginator(sessions, page_size)
+    paginator = Paginator(AgentSession.objects.order_by("-last_active_at", "-id"), page_size)
     if page > paginator.num_pages:
         raise PageOutOfRange(page, paginator.num_pages)
-    rows = paginator.page(page).object_list
+    rows = list(paginator.page(page).object_list)
+    counts = dict(
+        Turn.objects.filter(session_id__in=[row.id for row in rows])
+        .values("session_id")
+        .annotate(count=Count("id"))
+        .values_list("session_id", "count")
+    )
     return SessionPage(
-        sessions=[_summary(row, row.turn_count) for row in rows],
+        sessions=[_summary(row, counts.get(row.id, 0)) for row in rows],
         page=page,
         page_count=paginator.num_pages,
         total=paginator.count,
     )
 
 
-def session_detail(*, session_id: uuid.UUID) -> SessionDetail | None:
-    """A session with its turns and its messages (content blocks as stored), oldest first."""
+def session_detail(
+    *, session_id: uuid.UUID, before: uuid.UUID | None = None, limit: int | None = None
+) -> SessionDetail | None:
+    """A session with its turns and their messages (content blocks as stored), oldest first.
+
+    `limit` bounds the turns to the latest ones (or the ones before the turn `before`), so that a
+    session of thousands of turns is read a page at a time; the messages are those from the first
+    turn's first message up to the next page's (so messages stored without a turn keep their
+    place). Raises `LookupError` when `before` is not a turn of the session.
+    """
     session = AgentSession.objects.filter(pk=session_id).first()
     if session is None:
         return None
+    turns_of = Turn.objects.filter(session=session)
+    turn_count = turns_of.count()
+    upper: int | None = None
+    if before is not None:
+        anchor = turns_of.filter(pk=before).values_list("started_at", "id").first()
+        if anchor is None:
+            raise LookupError(before)
+        started_at, anchor_id = anchor
+        turns_of = turns_of.filter(Q(started_at__lt=started_at) | Q(id__lt=anchor_id), started_at__lte=started_at)
+        upper = _first_message_id(session_id=session_id, turn_ids=[anchor_id])
+    rows = list(turns_of.order_by("-started_at", "-id")[: limit + 1] if limit else turns_of.order_by("-started_at"))
+    earlier = limit is not None and len(rows) > limit
+    rows = rows[:limit] if limit else rows
+    rows.reverse()
     turns = [
         TurnRecord(
             id=turn.id,
@@ -151,8 +183,14 @@ def session_detail(*, session_id: uuid.UUID) -> SessionDetail | None:
             started_at=turn.started_at,
             finished_at=turn.finished_at,
         )
-        for turn in Turn.objects.filter(session=session).order_by("started_at", "id")
+        for turn in rows
     ]
+    messages_of = Message.objects.filter(session=session)
+    if earlier:
+        lower = _first_message_id(session_id=session_id, turn_ids=[turn.id for turn in rows])
+        messages_of = messages_of.filter(id__gte=lower) if lower is not None else messages_of.none()
+    if upper is not None:
+        messages_of = messages_of.filter(id__lt=upper)
     messages = [
         MessageRecord(
             id=message.pk,
@@ -163,11 +201,20 @@ def session_detail(*, session_id: uuid.UUID) -> SessionDetail | None:
             kind=message.kind,
             replaces_through=message.replaces_through,
         )
-        for message in Message.objects.filter(session=session).order_by("id")
+        for message in messages_of.order_by("id")
     ]
     return SessionDetail(
-        session=_summary(session, len(turns)), turns=turns, messages=messages, context=session_context_in_use(session)
+        session=_summary(session, turn_count),
+        turns=turns,
+        messages=messages,
+        context=session_context_in_use(session),
+        earlier_than=rows[0].id if earlier else None,
     )
+
+
+def _first_message_id(*, session_id: uuid.UUID, turn_ids: list[uuid.UUID]) -> int | None:
+    first = Message.objects.filter(session_id=session_id, turn_id__in=turn_ids).aggregate(first=Min("id"))
+    return first["first"]
 
 
 def session_context_in_use(session: AgentSession) -> ContextInUse:

@@ -49,7 +49,9 @@ class LedgerFilterForm(forms.Form):
     tool = forms.CharField(max_length=200, required=False)
     only_errors = forms.BooleanField(required=False)
     state = forms.ChoiceField(choices=[("", "any"), *Activity.State.choices], required=False)
-    page = forms.IntegerField(min_value=1, required=False)
+    # Keyset cursors (`selectors.ledger_page`): the page after / before the row with this id.
+    older = forms.IntegerField(min_value=1, required=False)
+    newer = forms.IntegerField(min_value=1, required=False)
 
 
 class InvestigationFilterForm(forms.Form):

@@ -7,6 +7,8 @@ not rendered at all: an image in model output would make the browser fetch a URL
 
 from __future__ import annotations
 
+import functools
+
 import nh3
 from markdown_it import MarkdownIt
 
@@ -23,8 +25,26 @@ _markdown = MarkdownIt("commonmark", {"html": False, "linkify": False, "typograp
 _markdown.disable("image")
 
 
+# Finished blocks never change and are drawn again and again (the page, then its socket's snapshot,
+# the chat drawer on every other page), and markdown-it-py is most of a transcript's render time:
+# the rendered HTML of blocks up to this size is kept, the most recently drawn first.
+CACHED_BLOCK_CHARS = 8_192
+CACHED_BLOCKS = 2_048
+
+
 def markdown_render(text: str) -> str:
     """Sanitised HTML for a finished block of model text (callers mark it safe)."""
+    if len(text) <= CACHED_BLOCK_CHARS:
+        return _markdown_render_cached(text)
+    return _markdown_render(text)
+
+
+@functools.lru_cache(maxsize=CACHED_BLOCKS)
+def _markdown_render_cached(text: str) -> str:
+    return _markdown_render(text)
+
+
+def _markdown_render(text: str) -> str:
     html = _markdown.render(text)
     return nh3.clean(
         html,

@@ -6,16 +6,16 @@ templates rendered from consumers never touch a queryset.
 
 from __future__ import annotations
 
-import bisect
 import datetime
 import json
 import uuid
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 from django.conf import settings
-from django.core.paginator import Page, Paginator
+from django.db import connection
 from django.db.models import Case, Exists, F, OuterRef, Q, QuerySet, Value, When
 from django.utils import timezone
 
@@ -39,7 +39,10 @@ from controlroom.transcript import (
 )
 from watch.models import Investigation
 
-SESSION_TURNS_SHOWN = 200
+# A session page (and the chat drawer, and its socket's snapshot) draws this many of the latest
+# turns: enough to scroll back through, few enough that a session of thousands of turns opens as
+# fast as a short one (bench/scale.py). Earlier turns are a link away.
+SESSION_TURNS_SHOWN = 20
 
 
 @dataclass(frozen=True)
@@ -122,22 +125,41 @@ def session_exists(*, session_id: uuid.UUID) -> bool:
     return AgentSession.objects.filter(pk=session_id).exists()
 
 
-def session_title(*, session_id: uuid.UUID) -> str:
-    return AgentSession.objects.filter(pk=session_id).values_list("title", flat=True).first() or ""
-
-
 def session_model(*, session_id: uuid.UUID | None) -> str:
     """The model the session's next turn uses unless the operator picks another: the one it was
     switched to (while the allowlist still offers it), else the default."""
     chosen = AgentSession.objects.filter(pk=session_id).values_list("model", flat=True).first() if session_id else ""
+    return _model_in_use(chosen or "")
+
+
+def _model_in_use(chosen: str) -> str:
     return chosen if chosen and chosen in settings.HERMES_MODELS else settings.HERMES_MODEL
 
 
-def model_picker(*, session_id: uuid.UUID | None) -> dict[str, Any]:
+def model_picker(*, session_id: uuid.UUID | None, chosen: str | None = None) -> dict[str, Any]:
     """What the composer's model selector shows: the models offered (none when there is no choice)
-    and the one selected."""
+    and the one selected. `chosen`: the session's own pick, when the caller has read it already."""
     offered = list(settings.HERMES_MODELS)
-    return {"models": offered if len(offered) > 1 else [], "model": session_model(session_id=session_id)}
+    model = _model_in_use(chosen) if chosen is not None else session_model(session_id=session_id)
+    return {"models": offered if len(offered) > 1 else [], "model": model}
+
+
+@dataclass(frozen=True)
+class SessionHead:
+    """What a conversation's header and composer show of its session, read in one query."""
+
+    title: str
+    model: str
+    context: ContextInUse
+
+
+def session_head(*, session_id: uuid.UUID) -> SessionHead | None:
+    session = AgentSession.objects.filter(pk=session_id).first()
+    if session is None:
+        return None
+    return SessionHead(
+        title=session.title, model=session.model, context=agent_selectors.session_context_in_use(session)
+    )
 
 
 def sessions_recent(*, query: str = "", limit: int = 30) -> list[SessionRow]:
@@ -168,12 +190,42 @@ def _investigation_of(session: AgentSession) -> dict[str, Any]:
     return {"investigation": investigation.state, "fired_count": investigation.fired_count}
 
 
+@dataclass(frozen=True)
+class TurnsPage:
+    """Some of a session's turns, oldest first, and where the earlier ones start."""
+
+    turns: list[TurnView]
+    # The id of the first turn shown, when there are turns before it: the next page's `before`.
+    earlier_than: uuid.UUID | None
+    # The turn these come before (None: the latest turns, the page that follows live).
+    before: uuid.UUID | None = None
+
+
 def session_turn_views(*, session_id: uuid.UUID, limit: int = SESSION_TURNS_SHOWN) -> list[TurnView]:
     """The session's latest turns, oldest first, as the transcript shows them."""
-    turns = list(Turn.objects.filter(session_id=session_id).order_by("-started_at")[:limit])
+    return session_turns_page(session_id=session_id, limit=limit).turns
+
+
+def session_turns_page(
+    *, session_id: uuid.UUID, before: uuid.UUID | None = None, limit: int = SESSION_TURNS_SHOWN
+) -> TurnsPage:
+    """The session's latest `limit` turns, or the `limit` turns before the turn `before`.
+
+    Bounded so that a session of thousands of turns opens as fast as a short one; the transcript
+    links to the earlier turns. A `before` that is not a turn of the session reads as the latest.
+    """
+    turns_of = Turn.objects.filter(session_id=session_id)
+    anchor = turns_of.filter(pk=before).values_list("started_at", "id").first() if before else None
+    if anchor is not None:
+        started_at, turn_id = anchor
+        turns_of = turns_of.filter(Q(started_at__lt=started_at) | Q(id__lt=turn_id), started_at__lte=started_at)
+    # One turn more than shown says whether there are earlier ones.
+    turns = list(turns_of.order_by("-started_at", "-id")[: limit + 1])
+    earlier = len(turns) > limit
+    turns = turns[:limit]
     turns.reverse()
     if not turns:
-        return []
+        return TurnsPage(turns=[], earlier_than=None, before=before if anchor else None)
     turn_ids = [turn.id for turn in turns]
     messages: dict[uuid.UUID, list[tuple[str, list[dict[str, Any]]]]] = defaultdict(list)
     first_ids: dict[uuid.UUID, int] = {}
@@ -183,13 +235,13 @@ def session_turn_views(*, session_id: uuid.UUID, limit: int = SESSION_TURNS_SHOW
     for message_id, turn_id, role, content in rows:
         first_ids.setdefault(turn_id, message_id)
         messages[turn_id].append((role, content if isinstance(content, list) else []))
-    calls = {row.tool_use_id: row for row in Activity.objects.filter(correlation_id__in=turn_ids) if row.tool_use_id}
+    calls = {row.tool_use_id: row for row in _calls_shown().filter(correlation_id__in=turn_ids) if row.tool_use_id}
     views = [_turn_view(turn, messages[turn.id], calls) for turn in turns]
     _elicitations_place(views)
     summaries = _summaries_before(session_id=session_id, first_ids=first_ids)
     for view in views:
         view.summary_before = summaries.get(uuid.UUID(view.turn_id), "")
-    return views
+    return TurnsPage(turns=views, earlier_than=turns[0].id if earlier else None, before=before if anchor else None)
 
 
 def turn_view(*, turn_id: uuid.UUID) -> TurnView | None:
@@ -197,7 +249,7 @@ def turn_view(*, turn_id: uuid.UUID) -> TurnView | None:
     if turn is None:
         return None
     rows = list(_people_messages().filter(turn_id=turn_id).order_by("id").values_list("id", "role", "content"))
-    calls = {row.tool_use_id: row for row in Activity.objects.filter(correlation_id=turn_id) if row.tool_use_id}
+    calls = {row.tool_use_id: row for row in _calls_shown().filter(correlation_id=turn_id) if row.tool_use_id}
     view = _turn_view(turn, [(role, content) for _id, role, content in rows], calls)
     _elicitations_place([view])
     if rows:
@@ -237,6 +289,12 @@ def _elicitations_place(views: list[TurnView]) -> None:
             view.items.insert(after + 1, item)
 
 
+def _calls_shown() -> QuerySet[Activity]:
+    """Ledger rows as a transcript's tool chips read them: without the arguments and the full
+    result (the chips show the model's copy of both, from the messages)."""
+    return Activity.objects.defer("arguments", "result")
+
+
 def _people_messages() -> QuerySet[Message]:
     """Messages as people read them: everything but the summaries written for the model."""
     return Message.objects.exclude(kind=Message.Kind.SUMMARY)
@@ -246,7 +304,9 @@ def _summaries_before(*, session_id: uuid.UUID, first_ids: dict[uuid.UUID, int])
     """Per turn, the model's summary of the turns before it, when one ends right before it.
 
     A summary replaces the messages up to its `replaces_through` id, always a whole number of
-    turns: the turn whose first message follows that id is where the transcript marks it.
+    turns: the turn whose first message follows that id is where the transcript marks it. One
+    probe of the (session, id) index per summary — a session compacts a few times, and reading
+    every message id of a long session to place them costs more than the page.
     """
     summaries = Message.objects.filter(session_id=session_id, kind=Message.Kind.SUMMARY).order_by("id")
     boundaries = {
@@ -254,21 +314,20 @@ def _summaries_before(*, session_id: uuid.UUID, first_ids: dict[uuid.UUID, int])
         for through, content in summaries.values_list("replaces_through", "content")
         if through is not None
     }
-    if not boundaries:
+    if not boundaries or not first_ids:
         return {}
-    ids = list(_people_messages().filter(session_id=session_id).order_by("id").values_list("id", flat=True))
+    turn_of_first = {first: turn_id for turn_id, first in first_ids.items()}
+    people = _people_messages().filter(session_id=session_id)
+    lowest, highest = min(turn_of_first), max(turn_of_first)
+    # Only a summary ending on the message right before these turns, or among them, marks one.
+    floor = people.filter(id__lt=lowest).order_by("-id").values_list("id", flat=True).first()
+    near = [through for through in boundaries if through == floor or lowest <= through < highest]
     found: dict[uuid.UUID, str] = {}
-    for turn_id, first in first_ids.items():
-        index = bisect.bisect_left(ids, first)
-        if index > 0 and ids[index - 1] in boundaries:
-            found[turn_id] = boundaries[ids[index - 1]]
+    for through in people.filter(id__in=near).values_list("id", flat=True):
+        following = people.filter(id__gt=through).order_by("id").values_list("id", flat=True).first()
+        if following in turn_of_first:
+            found[turn_of_first[following]] = boundaries[through]
     return found
-
-
-def session_context_in_use(*, session_id: uuid.UUID) -> ContextInUse | None:
-    """The context the session fills now (the control room's meter)."""
-    session = AgentSession.objects.filter(pk=session_id).first()
-    return None if session is None else agent_selectors.session_context_in_use(session)
 
 
 def _turn_is_stale(turn: Turn) -> bool:
@@ -402,18 +461,35 @@ class LedgerFilters:
     state: str = ""
 
 
-def ledger_page(*, filters: LedgerFilters, page: int = 1, per_page: int = 50) -> Page[Activity]:
-    """Tool calls, newest first, narrowed by `filters`; each row's `shown_state` is its state as shown."""
+@dataclass(frozen=True)
+class LedgerPage:
+    """One page of the ledger, newest first, and where the pages beside it start.
+
+    Keyset pagination: a page is named by the row it follows (`older_than`) or precedes
+    (`newer_than`), so page 2,000 costs what page 1 costs and no page counts the whole ledger.
+    """
+
+    calls: Sequence[Activity]
+    # The id to pass as `older_than` for the next, older page; None on the oldest page.
+    older_than: int | None
+    # The id to pass as `newer_than` for the previous, newer page; None on the newest page.
+    newer_than: int | None
+
+
+def ledger_page(
+    *, filters: LedgerFilters, older_than: int | None = None, newer_than: int | None = None, per_page: int = 50
+) -> LedgerPage:
+    """Tool calls, newest first, narrowed by `filters`; each row's `shown_state` is its state as shown.
+
+    Without a cursor, the newest page; `older_than`/`newer_than` (a row's id) the page after/before
+    that row. A cursor naming no row gives the newest page.
+    """
     turn_running = Exists(Turn.objects.filter(pk=OuterRef("correlation_id"), status=Turn.Status.RUNNING))
-    calls = (
-        Activity.objects.annotate(turn_running=turn_running)
-        .annotate(
-            shown_state=Case(
-                When(state=Activity.State.STARTED, turn_running=False, then=Value(Activity.State.UNKNOWN.value)),
-                default=F("state"),
-            )
+    calls = Activity.objects.annotate(turn_running=turn_running).annotate(
+        shown_state=Case(
+            When(state=Activity.State.STARTED, turn_running=False, then=Value(Activity.State.UNKNOWN.value)),
+            default=F("state"),
         )
-        .order_by("-started_at", "-id")
     )
     if filters.state:
         calls = calls.filter(shown_state=filters.state)
@@ -428,15 +504,62 @@ def ledger_page(*, filters: LedgerFilters, page: int = 1, per_page: int = 50) ->
     if filters.errors_only:
         # Calls whose outcome is unknown were answered to the model as errors: they are listed too.
         calls = calls.filter(Q(is_error=True) | Q(shown_state=Activity.State.UNKNOWN))
-    return cast("Page[Activity]", Paginator(calls, per_page).get_page(page))
+    cursor_id = newer_than if newer_than is not None else older_than
+    cursor = Activity.objects.filter(pk=cursor_id).values_list("started_at", "id").first() if cursor_id else None
+    newest_first = newer_than is None or cursor is None
+    if cursor is not None:
+        started_at, row_id = cursor
+        # "(started_at, id) before the cursor", spelt so that the bound on started_at alone is an
+        # index range (an OR of the two is a filter, read from the top of the index down).
+        if newest_first:
+            calls = calls.filter(Q(started_at__lt=started_at) | Q(id__lt=row_id), started_at__lte=started_at)
+        else:
+            calls = calls.filter(Q(started_at__gt=started_at) | Q(id__gt=row_id), started_at__gte=started_at)
+    order = ("-started_at", "-id") if newest_first else ("started_at", "id")
+    # One row more than the page says whether there is a page beyond it.
+    rows = list(calls.order_by(*order)[: per_page + 1])
+    beyond = len(rows) > per_page
+    rows = rows[:per_page]
+    if not newest_first:
+        rows.reverse()
+    if not rows:
+        return LedgerPage(calls=[], older_than=None, newer_than=None)
+    if newest_first:
+        older, newer = beyond, cursor is not None
+    else:
+        older, newer = True, beyond
+    return LedgerPage(
+        calls=rows,
+        older_than=rows[-1].pk if older else None,
+        newer_than=rows[0].pk if newer else None,
+    )
 
 
 def ledger_choices() -> dict[str, list[str]]:
     """The servers and tools that appear in the ledger, for the filter menus."""
-    return {
-        "servers": list(Activity.objects.order_by("server").values_list("server", flat=True).distinct()),
-        "tools": list(Activity.objects.order_by("tool").values_list("tool", flat=True).distinct()),
-    }
+    return {"servers": _distinct_values("server"), "tools": _distinct_values("tool")}
+
+
+def _distinct_values(column: str) -> list[str]:
+    """The distinct values of an indexed ledger column, in order, by one index probe per value.
+
+    `SELECT DISTINCT` reads every row (hundreds of thousands: the ledger grows with every call);
+    there are only tens of servers and tools, and this walks the index from one to the next.
+    """
+    # Both names are interpolated into SQL below: they must be ours, never input.
+    if column not in ("server", "tool"):
+        raise ValueError(column)
+    table = Activity._meta.db_table
+    sql = (
+        f"WITH RECURSIVE found(value) AS ("
+        f" SELECT MIN({column}) FROM {table}"
+        f" UNION ALL SELECT (SELECT MIN({column}) FROM {table} WHERE {column} > found.value)"
+        f" FROM found WHERE found.value IS NOT NULL"
+        f") SELECT value FROM found WHERE value IS NOT NULL"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql)
+        return [row[0] for row in cursor.fetchall()]
 
 
 def session_origins() -> list[str]:

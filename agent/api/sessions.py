@@ -5,6 +5,7 @@ Links are absolute paths built by `reverse()`, so behind a proxy prefix they car
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 from urllib.parse import urlencode
 
@@ -18,6 +19,10 @@ from agent.api.errors import ApiError, api_view
 
 PAGE_SIZE_DEFAULT = 20
 PAGE_SIZE_MAX = 100
+# A session's history comes a page of turns at a time, latest first: a session of thousands of
+# turns would otherwise be megabytes of JSON for a client that wants the last answer.
+TURNS_DEFAULT = 50
+TURNS_MAX = 500
 
 
 @api_view("GET")
@@ -47,12 +52,24 @@ async def session_list(request: HttpRequest) -> JsonResponse:
 @api_view("GET")
 async def session_detail(request: HttpRequest, session_id: str) -> JsonResponse:
     parsed = session_id_parse(session_id)
-    detail = await database_sync_to_async(selectors.session_detail)(session_id=parsed)
+    turns = _positive_int(request.GET.get("turns"), name="turns", default=TURNS_DEFAULT)
+    if turns > TURNS_MAX:
+        raise ApiError(400, "invalid_parameter", f"turns may be at most {TURNS_MAX}.")
+    before = _turn_id_parse(request.GET.get("before"))
+    try:
+        detail = await database_sync_to_async(selectors.session_detail)(session_id=parsed, before=before, limit=turns)
+    except LookupError:
+        raise ApiError(404, "turn_not_found", f"Session {parsed} has no turn {before}.") from None
     if detail is None:
         raise ApiError(404, "session_not_found", f"There is no session with id {parsed}.")
+    earlier = None
+    if detail.earlier_than is not None:
+        query = urlencode({"before": detail.earlier_than, "turns": turns})
+        earlier = f"{reverse('api:session', args=[parsed])}?{query}"
     return JsonResponse(
         {
             **_session_json(detail.session),
+            "earlier": earlier,
             "turns": [
                 {
                     "id": turn.id,
@@ -111,6 +128,15 @@ def _session_json(summary: selectors.SessionSummary) -> dict[str, Any]:
 
 def _page_link(page: int, page_size: int) -> str:
     return f"{reverse('api:sessions')}?{urlencode({'page': page, 'page_size': page_size})}"
+
+
+def _turn_id_parse(raw: str | None) -> uuid.UUID | None:
+    if raw is None:
+        return None
+    try:
+        return uuid.UUID(raw)
+    except ValueError:
+        raise ApiError(400, "invalid_parameter", f"before must be a turn id (a UUID), not {raw[:40]!r}.") from None
 
 
 def _positive_int(raw: str | None, *, name: str, default: int) -> int:

@@ -32,20 +32,35 @@ BUSY = "Hermes is still answering in this session: wait for the answer or press 
 
 @require_GET
 def home(request: HtmxHttpRequest, session_id: uuid.UUID | None = None) -> HttpResponse:
-    """The control room: sessions, the conversation (a new chat, or `session_id`), the rail."""
+    """The control room: sessions, the conversation (a new chat, or `session_id`), the rail.
+
+    `?before=<turn id>`: the session's turns before that one (a long session opens on its latest).
+    """
+    before = None
     if session_id is not None:
         if not selectors.session_exists(session_id=session_id):
             raise Http404("There is no session with this id.")
-        request.session[DRAWER_SESSION_KEY] = str(session_id)
-    return render(request, "controlroom/home.html", _home_context(request, session_id=session_id))
+        # Written only when it changes: a session write is a transaction on every page view.
+        if request.session.get(DRAWER_SESSION_KEY) != str(session_id):
+            request.session[DRAWER_SESSION_KEY] = str(session_id)
+        try:
+            before = uuid.UUID(request.GET["before"]) if request.GET.get("before") else None
+        except ValueError:
+            raise Http404("There is no such turn in this session.") from None
+    return render(request, "controlroom/home.html", _home_context(request, session_id=session_id, before=before))
 
 
 def _home_context(
-    request: HtmxHttpRequest, *, session_id: uuid.UUID | None, text: str = "", error: str = ""
+    request: HtmxHttpRequest,
+    *,
+    session_id: uuid.UUID | None,
+    text: str = "",
+    error: str = "",
+    before: uuid.UUID | None = None,
 ) -> dict[str, Any]:
     return {
         "operator": operator_name(request),
-        **conversation_context(session_id=session_id, place="home", text=text, error=error),
+        **conversation_context(session_id=session_id, place="home", text=text, error=error, before=before),
         **nav_context(current=str(session_id or "")),
     }
 

@@ -9,6 +9,7 @@ from urllib.parse import urlencode
 from asgiref.sync import async_to_sync
 from django.http import HttpRequest, HttpResponseRedirect
 from django.shortcuts import redirect
+from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django_htmx.middleware import HtmxDetails
 
@@ -36,6 +37,7 @@ def conversation_context(
     follow_approvals: bool = False,
     follow_sessions: bool = False,
     follow_investigations: bool = False,
+    before: uuid.UUID | None = None,
 ) -> dict[str, Any]:
     """The conversation pane (home or drawer) for `session_id`, or an empty one for a new chat.
 
@@ -44,9 +46,18 @@ def conversation_context(
     investigations page's list (`follow_investigations`); and on every page, new investigations. A
     conversation with approval cards asks Oikos about them (see `approvals_confirmed`): call this
     from a thread, never from the event loop.
+
+    A long session shows its latest turns with a link to the earlier ones; `before` (a turn id)
+    shows the turns before that one instead. Such a page of earlier turns is history: its socket
+    does not follow the session (whose snapshot would put the latest turns back), and the
+    composer gives way to a link back to the latest turns.
     """
-    turns = selectors.session_turn_views(session_id=session_id) if session_id else []
-    query = {"session": str(session_id)} if session_id else {}
+    # One read of the session row for the header, the meter and the composer's model.
+    head = selectors.session_head(session_id=session_id) if session_id else None
+    page = selectors.session_turns_page(session_id=session_id, before=before) if session_id else None
+    turns = page.turns if page else []
+    earlier = page is not None and page.before is not None
+    query = {"session": str(session_id)} if session_id and not earlier else {}
     if place == "home":
         query["rail"] = "1"
     if place == "home" or follow_sessions:
@@ -62,10 +73,12 @@ def conversation_context(
     return {
         "place": place,
         "session_id": str(session_id) if session_id else "",
-        "session_title": selectors.session_title(session_id=session_id) if session_id else "",
-        "context": selectors.session_context_in_use(session_id=session_id) if session_id else None,
+        "session_title": head.title if head else "",
+        "context": head.context if head else None,
         "escalation": selectors.session_escalation(session_id=session_id) if session_id else None,
         "turns": turns,
+        "earlier_url": _session_url(session_id, before=page.earlier_than) if page and page.earlier_than else "",
+        "latest_url": _session_url(session_id) if earlier else "",
         "running": next((turn for turn in turns if turn.running), None),
         "approvals": approvals,
         "pending_approvals": [approval for approval in approvals.values() if approval.decidable],
@@ -77,9 +90,14 @@ def conversation_context(
             "text": text,
             "error": error,
             "autofocus": place == "home",
-            **selectors.model_picker(session_id=session_id),
+            **selectors.model_picker(session_id=session_id, chosen=head.model if head else None),
         },
     }
+
+
+def _session_url(session_id: uuid.UUID | None, *, before: uuid.UUID | None = None) -> str:
+    url = reverse("controlroom:session", kwargs={"session_id": session_id})
+    return f"{url}?{urlencode({'before': before})}" if before else url
 
 
 def nav_context(*, current: str = "", query: str = "") -> dict[str, Any]:

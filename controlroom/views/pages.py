@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from typing import Any
+from urllib.parse import urlencode
 
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
@@ -53,7 +54,8 @@ def ledger(request: HttpRequest) -> HttpResponse:
     """Every tool call, newest first; filter by turn (correlation id), session, server, tool, state, errors."""
     form = LedgerFilterForm(request.GET)
     filters = selectors.LedgerFilters()
-    page_number = 1
+    older: int | None = None
+    newer: int | None = None
     if form.is_valid():
         data = form.cleaned_data
         filters = selectors.LedgerFilters(
@@ -64,16 +66,34 @@ def ledger(request: HttpRequest) -> HttpResponse:
             errors_only=data["only_errors"],
             state=data["state"],
         )
-        page_number = data["page"] or 1
+        older, newer = data["older"], data["newer"]
+    page = selectors.ledger_page(filters=filters, older_than=older, newer_than=newer)
     context = {
         **around_page(request),
         "form": form,
         "filters": filters,
-        "page": selectors.ledger_page(filters=filters, page=page_number),
+        "page": page,
+        "older_url": _ledger_url(filters, older=page.older_than) if page.older_than else "",
+        "newer_url": _ledger_url(filters, newer=page.newer_than) if page.newer_than else "",
+        "newest_url": _ledger_url(filters),
         "choices": selectors.ledger_choices(),
         "state_choices": [("", "any"), *Activity.State.choices],
     }
     return render(request, "controlroom/ledger.html", context)
+
+
+def _ledger_url(filters: selectors.LedgerFilters, **cursor: int | None) -> str:
+    """The ledger's next or previous page under the same filters."""
+    query = {
+        "turn": filters.turn or "",
+        "session": filters.session or "",
+        "server": filters.server,
+        "tool": filters.tool,
+        "state": filters.state,
+        "only_errors": "1" if filters.errors_only else "",
+        **cursor,
+    }
+    return "?" + urlencode({key: value for key, value in query.items() if value})
 
 
 @require_GET

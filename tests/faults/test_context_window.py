@@ -8,6 +8,7 @@ answered at the end only if the summary kept it.
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Callable
 
@@ -138,10 +139,15 @@ class TestASessionOfFortyQuestions:
         assert [first_of_turn[turn.id].content[0]["text"] for turn in turns] == questions(40)
         summaries = [message for message in messages if message.kind == Message.Kind.SUMMARY]
         assert len(summaries) >= 2
-        page = (await AsyncClient().get(f"/ui/s/{session_id}/")).content.decode()
+        # The page shows the latest turns; "Earlier turns" leads back through the rest.
+        client = AsyncClient()
+        page = shown = latest = (await client.get(f"/ui/s/{session_id}/")).content.decode()
+        while earlier := re.search(r'<a href="([^"]+)" rel="prev">Earlier turns</a>', shown):
+            shown = (await client.get(earlier.group(1).replace("&amp;", "&"))).content.decode()
+            page = shown + page
         assert all(escape(question) in page for question in questions(40))
         assert page.count(DIVIDER) == len(summaries)
-        assert f"of {window['tokens']:,} tokens (" in page and "last compacted" in page
+        assert f"of {window['tokens']:,} tokens (" in latest and "last compacted" in latest
 
         # /sessions/<id> lists every message, the summaries marked, and the context in use.
         detail = (await AsyncClient().get(f"/sessions/{session_id}")).json()
