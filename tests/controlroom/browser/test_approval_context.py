@@ -68,4 +68,8 @@ def test_a_parked_deploy_card_shows_the_reason_the_blast_radius_and_a_link_to_it
     target = browser_page.locator(f"article#turn-{turn_id}")
     expect(target).to_be_in_viewport()
     expect(target.locator(".question")).to_contain_text("deploy jellyfin please")
+
+    # Leave Oikos as found (the stack is shared by the run's browser tests): deny the deploy.
+    target.locator(".card.approval").get_by_role("button", name="Deny").click()
+    expect(target.locator(".card.approval")).to_have_attribute("data-stage", "denied", timeout=8_000)
     page.assert_clean()

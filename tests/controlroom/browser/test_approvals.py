@@ -51,10 +51,12 @@ def test_deploy_is_approved_in_place_and_the_card_follows_the_execution(
     expect(chip).to_have_class(re.compile(r"\bchip-ok\b"))
     result_seen = time.monotonic()
     inline = turn.locator(".card.approval")
-    rail = browser_page.locator("#rail .card.approval", has_text="service:jellyfin")
     # The card reaches the conversation and the rail live, without a reload. The delay is printed
     # (well under a second on an idle machine); the bound is loose because CI machines are shared.
     expect(inline).to_be_visible(timeout=5_000)
+    # This turn's card in the rail, by its approval id (other tests' approvals may be there too).
+    approval_id = inline.locator(".card-ids code").first.inner_text()
+    rail = browser_page.locator("#rail .card.approval", has=browser_page.locator("code", has_text=approval_id))
     expect(rail).to_be_visible(timeout=5_000)
     delay = time.monotonic() - result_seen
     print(f"approval card visible inline and in the rail {delay * 1000:.0f} ms after the tool result")
