@@ -120,18 +120,22 @@ def turns_interrupt(*, turn_ids: list[uuid.UUID], error: str = INTERRUPTED_BY_EX
     return ended
 
 
-def turns_interrupt_orphaned(*, stale_after: float | None = None) -> list[uuid.UUID]:
-    """Interrupt every `running` turn whose process is gone (`agent.presence` says how that is
-    decided); returns their ids. Cheap when nothing runs: one query on the status index.
+def turns_interrupt_orphaned(
+    *, stale_after: float | None = None, session_id: uuid.UUID | None = None
+) -> list[uuid.UUID]:
+    """Interrupt every `running` turn (of `session_id`, when given) whose process is gone
+    (`agent.presence` says how that is decided); returns their ids. Cheap when nothing runs: one
+    query on the status index.
 
     A turn whose owner cannot be probed (another host without PostgreSQL's lock, or no owner)
     counts as gone once its heartbeat is `stale_after` seconds old (`HERMES_TURN_STALE_SECONDS`).
     """
     # First: announcing this process (on first use) runs this sweep itself.
     current = presence.presence_current()
-    rows = list(
-        Turn.objects.filter(status=Turn.Status.RUNNING).values_list("id", "owner", "heartbeat_at", "started_at")
-    )
+    running = Turn.objects.filter(status=Turn.Status.RUNNING)
+    if session_id is not None:
+        running = running.filter(session_id=session_id)
+    rows = list(running.values_list("id", "owner", "heartbeat_at", "started_at"))
     if not rows:
         return []
     gone, undecided = presence.owners_gone({owner for _id, owner, _beat, _started in rows if owner is not None})
@@ -201,7 +205,11 @@ def _turn_begin(
     owner: uuid.UUID,
     stale_after: float | None,
 ) -> TurnBegun:
-    interrupted = turns_interrupt_orphaned(stale_after=stale_after)
+    # Only this session's turns: a question frees its own session of a dead process's turn. Other
+    # sessions' orphans end when a process starts, on Stop, or at their own next question; sweeping
+    # them all here made every question read every running turn (a sixth of the server's time
+    # with 200 questions at once). A new session has nothing to free.
+    interrupted = turns_interrupt_orphaned(stale_after=stale_after, session_id=session_id) if session_id else []
     created = False
     if session_id is None:
         session = AgentSession.objects.create(
