@@ -87,9 +87,6 @@ class LiveTurn:
     through: int = 0
     # `turn.replay.request`s waiting for `through` to reach their `after`: (reply_to, after).
     replays: list[tuple[str, int]] = field(default_factory=list)
-    # Whether anyone may be listening on the session's group. A turn nobody watches publishes
-    # nothing (see `TurnRegistry._pump`); it is still numbered and recorded, for whoever asks.
-    watched: bool = True
 
     def record(self, event: dict[str, Any]) -> None:
         last = self.log[-1] if self.log else None
@@ -235,11 +232,9 @@ class TurnRegistry:
             block, block_text, redacted = None, "", False
 
         try:
-            # Published whether or not anyone listens yet. Deciding once per turn
-            # (`_group_listened`) raced a page that joined the group after the check but asked for
-            # the turn before this process had registered it: that page never heard the turn end
-            # (CI, test_navigation). Skipping unwatched turns needs a check without that gap.
-            live.watched = True
+            # Published whether or not anyone listens yet: deciding once per turn whether anyone
+            # listens raced a page that joined the group after the check but asked for the turn
+            # before this process had registered it, and that page never heard the turn end.
             await self._publish(live, group, live.start, 0, numbered_from_zero=True)
             await self._sessions_changed(live)
             while True:
@@ -288,17 +283,16 @@ class TurnRegistry:
             live.record(event)
         # A boundary: a replay answered from now on ends exactly where this message ends.
         live.through = through
-        if live.watched:
-            message = {
-                "type": "turn.event",
-                "turn_id": str(live.handle.turn_id),
-                "session_id": str(live.handle.session_id),
-                "seq": live.seq,
-                "through": through,
-                "event": dict(event),
-            }
-            # The turn goes on and is stored even when the layer is down; listeners resync on reconnect.
-            await _quietly(self.layer.group_send(group, message))
+        message = {
+            "type": "turn.event",
+            "turn_id": str(live.handle.turn_id),
+            "session_id": str(live.handle.session_id),
+            "seq": live.seq,
+            "through": through,
+            "event": dict(event),
+        }
+        # The turn goes on and is stored even when the layer is down; listeners resync on reconnect.
+        await _quietly(self.layer.group_send(group, message))
         if live.replays:
             await self._replays_answer(live)
 
@@ -347,8 +341,6 @@ class TurnRegistry:
             if message.get("type") == "elicitation.answered":
                 elicitation_wake(str(message.get("elicitation_id", "")))
                 continue
-            # Someone follows the turn now: its events go to the session's group from here on.
-            live.watched = True
             if message.get("type") == "turn.state.request" and isinstance(message.get("reply_to"), str):
                 await _quietly(self.layer.send(message["reply_to"], live.state()))
             elif message.get("type") == "turn.replay.request" and isinstance(message.get("reply_to"), str):
