@@ -410,20 +410,25 @@ def activity_start(
     Written first so that a crash mid-call leaves a trace: the row says the call went out, and the
     session's next turn can tell the model its outcome is unknown instead of "not run".
     """
+    return _activity_create(
+        correlation_id=correlation_id,
+        session_id=session_id,
+        actor=actor,
+        tool_use_id=tool_use_id,
+        server=server,
+        tool=tool,
+        arguments=arguments,
+        state=Activity.State.STARTED,
+        started_at=started_at,
+    ).pk
+
+
+def _activity_create(**fields: Any) -> Activity:
+    """A ledger row and its search entry, written together."""
     with transaction.atomic():
-        row = Activity.objects.create(
-            correlation_id=correlation_id,
-            session_id=session_id,
-            actor=actor,
-            tool_use_id=tool_use_id,
-            server=server,
-            tool=tool,
-            arguments=arguments,
-            state=Activity.State.STARTED,
-            started_at=started_at,
-        )
+        row = Activity.objects.create(**fields)
         search_index_tool_call(row)
-    return row.pk
+    return row
 
 
 def activity_finish(*, activity_id: int, state: str, result: dict[str, Any], is_error: bool, duration_ms: int) -> None:
@@ -450,23 +455,20 @@ def activity_record(
     started_at: datetime.datetime,
 ) -> Activity:
     """A finished call's row in one write, for an exchange recorded after the fact (`a2a talk`)."""
-    with transaction.atomic():
-        row = Activity.objects.create(
-            correlation_id=correlation_id,
-            session_id=session_id,
-            actor=actor,
-            tool_use_id=tool_use_id,
-            server=server,
-            tool=tool,
-            arguments=arguments,
-            result=result,
-            state=Activity.State.ERROR if is_error else Activity.State.OK,
-            is_error=is_error,
-            duration_ms=duration_ms,
-            started_at=started_at,
-        )
-        search_index_tool_call(row)
-    return row
+    return _activity_create(
+        correlation_id=correlation_id,
+        session_id=session_id,
+        actor=actor,
+        tool_use_id=tool_use_id,
+        server=server,
+        tool=tool,
+        arguments=arguments,
+        result=result,
+        state=Activity.State.ERROR if is_error else Activity.State.OK,
+        is_error=is_error,
+        duration_ms=duration_ms,
+        started_at=started_at,
+    )
 
 
 def tool_catalog_save(*, server: str, target: str, tools: list[dict[str, Any]]) -> None:
