@@ -18,7 +18,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from asgiref.sync import iscoroutinefunction
-from channels.db import database_sync_to_async
 from django.conf import settings
 from django.contrib.auth.views import redirect_to_login
 from django.db import OperationalError
@@ -36,6 +35,7 @@ from access.identity import (
 )
 from access.refusals import database_refusal_response, refusal_note, refusal_response
 from access.users import operator_user_sync
+from agent.db import db_request_call
 
 GetResponse = Callable[[HttpRequest], Any]
 
@@ -45,10 +45,11 @@ def operator_identity_middleware(get_response: GetResponse) -> Callable[[HttpReq
     if iscoroutinefunction(get_response):
 
         async def middleware_async(request: HttpRequest) -> HttpResponseBase:
-            # `database_sync_to_async` hands the connection back to the pool as soon as the operator
-            # is known: otherwise this request's thread would keep it until the response ends, e.g.
-            # while `/query` waits minutes for a slow tool, and a few dozen of those starve the pool.
-            refused = await database_sync_to_async(request_identify)(request)
+            # The connection goes back to the pool as soon as the operator is known: otherwise this
+            # request's thread would keep it until the response ends, e.g. while `/query` waits
+            # minutes for a slow tool, and a few dozen of those starve the pool. On SQLite the
+            # lookup runs on threads that keep their connection open (`db_request_call`).
+            refused = await db_request_call(request_identify, request=request)
             if refused is not None:
                 return refused
             response: Awaitable[HttpResponseBase] = get_response(request)

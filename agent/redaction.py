@@ -20,6 +20,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
+from django.core.signals import setting_changed
+from django.dispatch import receiver
 
 REDACTED = "[REDACTED]"
 
@@ -32,6 +34,17 @@ _registered: set[str] = set()
 _generation = 0
 # (what the pattern was built from, the pattern); replaced whole, so readers need no lock.
 _compiled: tuple[tuple[tuple[str, ...], int], re.Pattern[str] | None] = (((), 0), None)
+
+
+# Settings read by `_configured_values`, cached per generation of settings (bumped on any change).
+_settings_generation = 0
+_configured: tuple[int, tuple[str, ...], tuple[str, ...]] = (-1, (), ())
+
+
+@receiver(setting_changed)
+def _settings_changed(**_: Any) -> None:
+    global _settings_generation
+    _settings_generation += 1
 
 
 def secrets_register(values: Iterable[str]) -> None:
@@ -62,18 +75,44 @@ def redact(text: str) -> str:
 
 def redact_value(value: Any) -> Any:
     """`value` with `redact()` applied to every string inside it (dicts, lists and tuples walked)."""
+    pattern = _pattern()
+    return value if pattern is None else _redact_walk(pattern, value)
+
+
+def _redact_walk(pattern: re.Pattern[str], value: Any) -> Any:
     if isinstance(value, str):
-        return redact(value)
+        return pattern.sub(REDACTED, value) if value else value
     if isinstance(value, dict):
-        return {key: redact_value(item) for key, item in value.items()}
+        return {key: _redact_walk(pattern, item) for key, item in value.items()}
     if isinstance(value, list | tuple):
-        return type(value)(redact_value(item) for item in value)
+        return type(value)(_redact_walk(pattern, item) for item in value)
     return value
+
+
+def redaction_key() -> object:
+    """Changes whenever the set of scrubbed values does: text kept redacted is current while it is equal."""
+    return _pattern()
 
 
 def _configured_values() -> tuple[str, ...]:
     if not settings.configured:
         return ()
+    # Read on every redaction, so kept until a setting changes (`setting_changed`: tests override
+    # them) or the environment the values come from does.
+    environment = (
+        os.environ.get("REDIS_URL", ""),
+        *(os.environ.get(name, "") for name in getattr(settings, "HERMES_REDACT", ())),
+    )
+    global _configured
+    generation, seen, values = _configured
+    if generation == _settings_generation and seen == environment:
+        return values
+    values = _configured_read()
+    _configured = (_settings_generation, environment, values)
+    return values
+
+
+def _configured_read() -> tuple[str, ...]:
     values = [
         settings.ANTHROPIC_API_KEY,
         settings.OIKOS_MCP_TOKEN,

@@ -81,6 +81,9 @@ INSTALLED_APPS = [
 ]
 
 # Network checks (mesh_only) and size limits run before Django, in the ASGI edge (hermes_site/asgi.py).
+# Django's middleware in subclasses whose hooks run on the event loop where they cannot block
+# (`hermes_site.middleware`): otherwise each hook is a thread hop, a dozen per request. (Security,
+# CSRF and clickjacking stay Django's: `check --deploy` knows them by name.)
 MIDDLEWARE = [
     "access.headers.content_security_policy_middleware",
     "django.middleware.security.SecurityMiddleware",
@@ -88,13 +91,13 @@ MIDDLEWARE = [
     "hermes_site.static_files.AsyncWhiteNoiseMiddleware",
     # Outside the identity and CSRF checks, so it sees their refusals of approval decisions too.
     "controlroom.middleware.decision_attempts_middleware",
-    "django.contrib.sessions.middleware.SessionMiddleware",
-    "django.middleware.common.CommonMiddleware",
+    "hermes_site.middleware.InlineSessionMiddleware",
+    "hermes_site.middleware.InlineCommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "hermes_site.middleware.InlineAuthenticationMiddleware",
     # Who is asking (HERMES_AUTH); refuses requests that may not be served before any view runs.
     "access.middleware.operator_identity_middleware",
-    "django.contrib.messages.middleware.MessageMiddleware",
+    "hermes_site.middleware.InlineMessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
 ]

@@ -45,6 +45,7 @@ from agent.engine.context import (
     CHARS_PER_TOKEN,
     SUMMARY_HEADER,
     ContextGauge,
+    RequestChars,
     SessionContext,
     StoredMessage,
     TooLong,
@@ -122,6 +123,7 @@ class ContextKeeper:
         self.time_limit = time_limit
         self.server = str(client.base_url)
         self.gauge = ContextGauge(server=self.server, model=model)
+        self.request_chars = RequestChars()
         self.compact_at = float(settings.HERMES_COMPACT_AT)
         self.keep_turns = int(settings.HERMES_COMPACT_KEEP_TURNS)
 
@@ -140,7 +142,7 @@ class ContextKeeper:
         estimate says, and `ContextFull` is raised when nothing can be compacted.
         """
         params = build()
-        chars = request_chars(params)
+        chars = self.request_chars(params)
         if refused is not None:
             context_window_learn(self.model, server=self.server, maximum=refused.maximum)
             self.gauge.measured(chars=chars, tokens=refused.tokens)
@@ -172,7 +174,7 @@ class ContextKeeper:
         (the request and its answer, which the next request carries)."""
         prompt = prompt_tokens_of(usage)
         if prompt > 0:
-            self.gauge.measured(chars=request_chars(params), tokens=prompt)
+            self.gauge.measured(chars=self.request_chars(params), tokens=prompt)
         return prompt + int(getattr(usage, "output_tokens", 0) or 0)
 
     # --- weighing ---------------------------------------------------------------------------------

@@ -217,6 +217,42 @@ def request_chars(params: Mapping[str, Any]) -> int:
     return len(json.dumps(sent, ensure_ascii=False))
 
 
+class RequestChars:
+    """`request_chars` for the requests of one turn, remembering what does not change between them.
+
+    Tool definitions are most of a request's characters and the same objects on every call of a
+    turn (only the one carrying the cache mark is a fresh copy), so each is measured once; a request
+    weighed before it is sent is not measured again when its answer comes back. Objects measured
+    are held, so their ids cannot be reused while remembered; none is changed after it is built.
+    """
+
+    def __init__(self) -> None:
+        self._sizes: dict[int, tuple[object, int]] = {}
+        self._last: tuple[object, int] | None = None
+
+    def __call__(self, params: Mapping[str, Any]) -> int:
+        if self._last is not None and self._last[0] is params:
+            return self._last[1]
+        tools = params.get("tools") or []
+        # As `json.dumps` lays out [tools, system, messages]: brackets, and ", " between items.
+        tools_chars = 2 + 2 * max(len(tools) - 1, 0) + sum(self._size(tool) for tool in tools)
+        system_chars = _json_chars(params.get("system") or "")
+        chars = 2 + tools_chars + 2 + system_chars + 2 + _json_chars(params.get("messages") or [])
+        self._last = (params, chars)
+        return chars
+
+    def _size(self, item: object) -> int:
+        known = self._sizes.get(id(item))
+        if known is None or known[0] is not item:
+            known = (item, _json_chars(item))
+            self._sizes[id(item)] = known
+        return known[1]
+
+
+def _json_chars(value: Any) -> int:
+    return len(json.dumps(value, ensure_ascii=False))
+
+
 def prompt_tokens_of(usage: Any) -> int:
     """The input side of one call's usage: everything the request sent, cached or not."""
     return sum(

@@ -26,7 +26,7 @@ from mcp.types import CallToolResult, Tool
 
 from agent import metrics
 from agent.logs import log_event
-from agent.redaction import redact_value, secrets_register
+from agent.redaction import redact_value, redaction_key, secrets_register
 from agent.tools.catalog import ToolCatalog
 from agent.tools.config import ServerConfig, Transport, mcp_servers_from_settings
 from agent.tools.connection import CORRELATION_META_KEY, CallElicitor, MCPCallError, ServerConnection
@@ -117,6 +117,9 @@ class ToolHub:
         # Per server: the connection generation the tools were listed on, and the tools. A server
         # that failed to list keeps its last known tools here under generation -1 (never current).
         self._listed: dict[str, tuple[int, list[ToolSpec]]] = {}
+        # Per server: what its current specs were made from (generation, listing, redaction), so a
+        # listing that changed nothing (every turn's start verifies it) is not scrubbed again.
+        self._listed_from: dict[str, tuple[int, list[Tool], object]] = {}
         self._catalog = catalog or ToolCatalog()
         self._errors: dict[str, str] = {}
         self._specs: dict[str, ToolSpec] = {spec.name: spec for spec in self._local_specs()}
@@ -340,6 +343,7 @@ class ToolHub:
                 error = f"{type(exc).__name__}: {exc}"
             self._errors[name] = error
             self._server_state(name, up=False, error=error)
+            self._listed_from.pop(name, None)
             known = await self._catalog.recall(config)
             if known is None:
                 self._listed.pop(name, None)
@@ -373,8 +377,12 @@ class ToolHub:
         config = self._configs[name]
         self._errors.pop(name, None)
         self._server_state(name, up=True)
+        source = (generation, tools, redaction_key())
+        if self._listed_from.get(name) == source:
+            return
         specs = [self._spec(name, tool) for tool in tools if config.allows(tool.name)]
         self._listed[name] = (generation, specs)
+        self._listed_from[name] = source
         await self._catalog.remember(config, [_catalog_entry(spec) for spec in specs])
 
     def _spec(self, server: str, tool: Tool) -> ToolSpec:
