@@ -49,7 +49,7 @@ from agent.models import Turn
 from agent.redaction import redact
 from agent.tools.context import ToolCallContext
 from agent.tools.elicitation import Answerer
-from agent.tools.hub import ToolHub, UnreachableServer
+from agent.tools.hub import ListingsAhead, ToolHub, UnreachableServer
 from agent.tools.outcomes import (
     CUTOFF_CANCELLED,
     CUTOFF_TIME_LIMIT,
@@ -130,9 +130,12 @@ class TurnLoop:
         budgets: Budgets,
         emit: Emit,
         thinking: ThinkingSettings | None = None,
+        tools_ahead: ListingsAhead | None = None,
     ) -> None:
         self.state = state
         self.hub = hub
+        # The listing checks started while the question was stored (`ToolHub.verify_ahead`).
+        self.tools_ahead = tools_ahead
         self.client = client
         self.model = model
         self.system = system
@@ -219,7 +222,8 @@ class TurnLoop:
 
     async def _loop(self) -> str:
         context = self.state.tool_context()
-        specs = await self.hub.list_tools(context, verify=True)
+        specs = await self.hub.list_tools(context, verify=True, ahead=self.tools_ahead)
+        self.tools_ahead = None
         self.tools = [spec.to_anthropic() for spec in specs]
         unreachable = self.hub.unreachable(context)
         if unreachable:

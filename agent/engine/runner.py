@@ -189,6 +189,8 @@ async def turn_start(
     if not verdict.allowed:
         raise TurnRejected("budget_exhausted", verdict.message)
     hub = hub or tool_hub()
+    # The turn's check of its servers' tool lists runs while its question is stored, not after.
+    tools_ahead = hub.verify_ahead()
     try:
         begun = await _begin_uncancelled(
             session_id=session_id,
@@ -236,6 +238,7 @@ async def turn_start(
         budgets=budgets or Budgets.from_settings(),
         emit=handle.publish,
         thinking=ThinkingSettings.from_settings(),
+        tools_ahead=tools_ahead,
     )
     # A fresh context: the turn must not inherit the request's context (and its cancellation
     # scope) from whichever transport started it.

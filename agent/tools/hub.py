@@ -92,6 +92,15 @@ class UnreachableServer:
     tools_known: bool
 
 
+# Per server: a listing check started before the turn that will wait for it (`ToolHub.verify_ahead`).
+ListingsAhead = dict[str, "asyncio.Future[list[Tool]]"]
+
+
+def _retrieved(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()  # retrieved: the turn it was for may never have started
+
+
 class ToolHub:
     """All configured MCP servers and built-in tools of one event loop.
 
@@ -142,7 +151,28 @@ class ToolHub:
     def servers(self) -> list[ServerConfig]:
         return list(self._configs.values())
 
-    async def list_tools(self, context: ToolCallContext | None = None, *, verify: bool = False) -> list[ToolSpec]:
+    def verify_ahead(self) -> ListingsAhead:
+        """Start the listing checks a turn's start makes (`list_tools(verify=True)`) now, so that they
+        run while the turn's question is being stored; pass the result to that `list_tools` call.
+
+        Only servers that would be checked then (connected, tools listed on this connection) are
+        asked; the others are listed by `list_tools` as before. A check that nobody waits for in
+        the end (the turn was refused) is simply dropped.
+        """
+        ahead: ListingsAhead = {}
+        for name, connection in self._connections.items():
+            listed = self._listed.get(name)
+            if listed is None or not connection.connected or listed[0] != connection.generation:
+                continue
+            within = min(VERIFY_SECONDS, self._configs[name].timeout)
+            check = asyncio.ensure_future(self._verify_listing(name, connection, within=within))
+            check.add_done_callback(_retrieved)
+            ahead[name] = check
+        return ahead
+
+    async def list_tools(
+        self, context: ToolCallContext | None = None, *, verify: bool = False, ahead: ListingsAhead | None = None
+    ) -> list[ToolSpec]:
         """Every allowed tool of every server, in configuration order, then the built-ins.
 
         A server's list is cached and fetched again after its connection was reopened. A server that
@@ -154,7 +184,8 @@ class ToolHub:
         unnoticed until the next request, and a turn must know which servers are unreachable before
         the model plans around their tools (the list is fresh too: a server may add tools).
         """
-        await asyncio.gather(*(self._refresh(name, verify=verify) for name in self._configs))
+        ahead = ahead or {}
+        await asyncio.gather(*(self._refresh(name, verify=verify, ahead=ahead.get(name)) for name in self._configs))
         specs = [spec for name in self._configs for spec in self._listed.get(name, (0, []))[1]]
         local = self._local_specs()
         self._specs = {spec.name: spec for spec in [*specs, *local]}
@@ -317,7 +348,9 @@ class ToolHub:
             message += f" Unavailable right now: {down}"
         return message
 
-    async def _refresh(self, name: str, *, force: bool = False, verify: bool = False) -> None:
+    async def _refresh(
+        self, name: str, *, force: bool = False, verify: bool = False, ahead: asyncio.Future[list[Tool]] | None = None
+    ) -> None:
         connection = self._connections[name]
         config = self._configs[name]
         listed = self._listed.get(name)
@@ -325,7 +358,10 @@ class ToolHub:
             if not verify:
                 return
             try:
-                tools = await self._verify_listing(name, connection, within=min(VERIFY_SECONDS, config.timeout))
+                if ahead is not None:
+                    tools = await asyncio.shield(ahead)
+                else:
+                    tools = await self._verify_listing(name, connection, within=min(VERIFY_SECONDS, config.timeout))
             except MCPCallError:
                 if connection.connected:
                     return  # it answered, with an error: the list we have is still its list

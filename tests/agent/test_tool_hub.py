@@ -329,6 +329,26 @@ class TestFailures:
             again = await hub.call("mcp__oikos__echo", {"text": "after restart"})
             assert (again.is_error, text_of(again.content)) == (False, "after restart")
 
+    async def test_a_check_started_ahead_finds_a_server_gone_since_the_last_turn(self, make_hub: HubFactory) -> None:
+        # A turn starts its servers' check while its question is stored (`verify_ahead`); the check
+        # still tells a connection whose server went away from one that answers.
+        with MCPTestServer() as server:
+            hub = make_hub(http_config(server))
+            assert len(await hub.list_tools()) == len(MINI_OIKOS_TOOLS)
+            ahead = hub.verify_ahead()
+            assert list(ahead) == ["oikos"]
+            assert len(await hub.list_tools(verify=True, ahead=ahead)) == len(MINI_OIKOS_TOOLS)
+            assert hub.unreachable() == []
+            server.stop()
+            ahead = hub.verify_ahead()
+            assert list(ahead) == ["oikos"]  # its connection does not know yet
+            specs = await hub.list_tools(verify=True, ahead=ahead)
+            # Offered as last listed (the history may hold calls to them), and named as unreachable.
+            assert len(specs) == len(MINI_OIKOS_TOOLS)
+            assert [gone.name for gone in hub.unreachable()] == ["oikos"]
+            # Not connected now: the next turn lists it afresh instead of checking ahead.
+            assert hub.verify_ahead() == {}
+
     async def test_server_down_at_first_use_then_up(self, make_hub: HubFactory) -> None:
         server = MCPTestServer()
         server.start()
