@@ -5,6 +5,11 @@ redis-py 8 gives every connection a 5-second read timeout by default: the read g
 server answers "nothing yet", and each idle websocket consumer dies with `TimeoutError` every few
 seconds (django/channels_redis#422, redis/redis-py#4091). The read timeout here outlasts the
 blocking wait, and still notices a dead connection.
+
+redis-py 8 also caps a connection pool at 100 connections and fails the 101st operation at once
+(`MaxConnectionsError`) instead of waiting: with 200 questions at once, hundreds of group sends
+and joins failed, and a page joining a turn's group could miss its events. Each process's pool
+here allows `HERMES_REDIS_MAX_CONNECTIONS` (1000 by default; Redis accepts 10,000 clients).
 """
 
 from __future__ import annotations
@@ -16,12 +21,16 @@ from channels_redis.core import RedisChannelLayer
 # How long past a blocking receive's own timeout the socket waits for Redis's answer.
 READ_TIMEOUT_MARGIN_SECONDS = 10.0
 CONNECT_TIMEOUT_SECONDS = 5.0
+MAX_CONNECTIONS = 1000
 
 
-def redis_channel_layer(url: str, *, prefix: str, capacity: int = 1000) -> dict[str, Any]:
+def redis_channel_layer(
+    url: str, *, prefix: str, capacity: int = 1000, max_connections: int = MAX_CONNECTIONS
+) -> dict[str, Any]:
     """A `CHANNEL_LAYERS` entry for the Redis at `url`."""
     host = {
         "address": url,
+        "max_connections": max_connections,
         "socket_timeout": RedisChannelLayer.brpop_timeout + READ_TIMEOUT_MARGIN_SECONDS,
         "socket_connect_timeout": CONNECT_TIMEOUT_SECONDS,
     }

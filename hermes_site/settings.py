@@ -184,7 +184,13 @@ if _redis_url:
     # Imported only here: redis-py and channels-redis cost every process ~0.3 s to import.
     from hermes_site.channel_layers import redis_channel_layer
 
-    CHANNEL_LAYERS = {"default": redis_channel_layer(_redis_url, prefix=env_str("HERMES_CHANNEL_PREFIX", "hermes"))}
+    CHANNEL_LAYERS = {
+        "default": redis_channel_layer(
+            _redis_url,
+            prefix=env_str("HERMES_CHANNEL_PREFIX", "hermes"),
+            max_connections=env_int("HERMES_REDIS_MAX_CONNECTIONS", 1000, minimum=1),
+        )
+    }
 else:
     # The in-memory layer silently drops messages past a channel's capacity; turn events are
     # coalesced, and the higher capacity is a second line of defence.

@@ -20,3 +20,17 @@ async def test_a_listener_idle_longer_than_the_blocking_wait_keeps_listening(red
     await sender
 
     assert message == {"type": "turn.stop", "turn_id": "late"}
+
+
+async def test_hundreds_of_operations_at_once_all_succeed(redis_layer: BaseChannelLayer) -> None:
+    """200 questions at once publish and join groups together: none may fail for want of a connection.
+
+    redis-py's pool fails the operation past its cap at once (100 by default), so turns under load
+    lost events and a page could fail to join its turn's group.
+    """
+    channels = [await redis_layer.new_channel() for _ in range(300)]
+    await asyncio.gather(*(redis_layer.group_add("load-test", channel) for channel in channels))
+    await asyncio.gather(*(redis_layer.group_send("load-test", {"type": "turn.event", "n": n}) for n in range(300)))
+    first = await asyncio.wait_for(redis_layer.receive(channels[0]), timeout=10)
+    assert first["type"] == "turn.event"
+    await asyncio.gather(*(redis_layer.group_discard("load-test", channel) for channel in channels))
