@@ -28,7 +28,7 @@ from agent.engine.runner import TurnRejected, turn_start
 from agent.live import turn_registry
 from agent.models import Activity, Message, Turn
 from agent.tools.context import ToolCallContext
-from agent.tools.hub import ToolHub, ToolSpec
+from agent.tools.hub import ListingsAhead, ToolHub, ToolSpec
 from agent.tools.outcomes import ToolOutcome
 from agent.tools.results import tool_error_blocks, tool_error_record
 from watch import services
@@ -70,8 +70,11 @@ class ToolsWithheld(ToolHub):
     def _hidden(self, spec: ToolSpec | None) -> bool:
         return spec is not None and spec.tool in self._withheld
 
-    async def list_tools(self, context: ToolCallContext | None = None, *, verify: bool = False) -> list[ToolSpec]:
-        return [spec for spec in await self._inner.list_tools(context, verify=verify) if not self._hidden(spec)]
+    async def list_tools(
+        self, context: ToolCallContext | None = None, *, verify: bool = False, ahead: ListingsAhead | None = None
+    ) -> list[ToolSpec]:
+        listed = await self._inner.list_tools(context, verify=verify, ahead=ahead)
+        return [spec for spec in listed if not self._hidden(spec)]
 
     def spec(self, name: str) -> ToolSpec | None:
         return self._inner.spec(name)
