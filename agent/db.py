@@ -69,8 +69,8 @@ async def db_request_call(function: Callable[..., T], /, **kwargs: Any) -> T:
     """A request's own short database work before its view runs (the identity lookup).
 
     SQLite: on a few threads whose connections stay open — a request's own thread would open a
-    connection and run its PRAGMAs every time (a quarter of the server's time with 200 questions
-    at once). WAL readers run beside the engine's writer, so these never queue behind its writes.
+    connection and run its PRAGMAs every time (a sixth of the server's busy samples with 200
+    questions at once). WAL readers run beside the engine's writer, so these never queue behind its writes.
     PostgreSQL: on the request's thread as `database_sync_to_async` runs it, with a connection
     from the pool handed back when the call ends. Not `db_call`'s threads: a request that finds
     every connection taken must wait HERMES_DB_POOL_TIMEOUT and be told 503, not queue behind the

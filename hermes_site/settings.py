@@ -182,13 +182,13 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 _redis_url = env_str("REDIS_URL")
 if _redis_url:
     # Imported only here: redis-py and channels-redis cost every process ~0.3 s to import.
-    from hermes_site.channel_layers import redis_channel_layer
+    from hermes_site.channel_layers import MAX_CONNECTIONS, redis_channel_layer
 
     CHANNEL_LAYERS = {
         "default": redis_channel_layer(
             _redis_url,
             prefix=env_str("HERMES_CHANNEL_PREFIX", "hermes"),
-            max_connections=env_int("HERMES_REDIS_MAX_CONNECTIONS", 1000, minimum=1),
+            max_connections=env_int("HERMES_REDIS_MAX_CONNECTIONS", MAX_CONNECTIONS, minimum=1),
         )
     }
 else:

@@ -53,7 +53,6 @@ from agent.engine.context import (
     context_window,
     context_window_learn,
     prompt_tokens_of,
-    request_chars,
     tool_results_uncleared,
     turn_spans,
 )
@@ -152,7 +151,7 @@ class ContextKeeper:
             if tokens < self.threshold:
                 return params
             trigger = "threshold"
-        fixed_chars = request_chars({**params, "messages": []})
+        fixed_chars = self.request_chars({**params, "messages": []})
         try:
             compacted = await self._compact(trigger=trigger, tokens=tokens, fixed_chars=fixed_chars)
         except CompactionFailed as failed:

@@ -211,14 +211,9 @@ def turn_spans(messages: Iterable[StoredMessage]) -> list[TurnSpan]:
 # --- sizes ----------------------------------------------------------------------------------------
 
 
-def request_chars(params: Mapping[str, Any]) -> int:
-    """The characters of what a request sends the model (tools, system, messages) as JSON."""
-    sent = [params.get("tools") or [], params.get("system") or "", params.get("messages") or []]
-    return len(json.dumps(sent, ensure_ascii=False))
-
-
 class RequestChars:
-    """`request_chars` for the requests of one turn, remembering what does not change between them.
+    """The characters a turn's requests send the model (tools, system, messages) as JSON, measured
+    once for what does not change between them.
 
     Tool definitions are most of a request's characters and the same objects on every call of a
     turn (only the one carrying the cache mark is a fresh copy), so each is measured once; a request

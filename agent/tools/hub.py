@@ -96,11 +96,6 @@ class UnreachableServer:
 ListingsAhead = dict[str, "asyncio.Future[list[Tool]]"]
 
 
-def _retrieved(future: asyncio.Future[Any]) -> None:
-    if not future.cancelled():
-        future.exception()  # retrieved: the turn it was for may never have started
-
-
 class ToolHub:
     """All configured MCP servers and built-in tools of one event loop.
 
@@ -156,8 +151,8 @@ class ToolHub:
         run while the turn's question is being stored; pass the result to that `list_tools` call.
 
         Only servers that would be checked then (connected, tools listed on this connection) are
-        asked; the others are listed by `list_tools` as before. A check that nobody waits for in
-        the end (the turn was refused) is simply dropped.
+        asked; the others are listed by `list_tools` as before. These are the listings turns share
+        (`_verify_listing`): one that nobody waits for in the end (the turn was refused) is dropped.
         """
         ahead: ListingsAhead = {}
         for name, connection in self._connections.items():
@@ -165,9 +160,7 @@ class ToolHub:
             if listed is None or not connection.connected or listed[0] != connection.generation:
                 continue
             within = min(VERIFY_SECONDS, self._configs[name].timeout)
-            check = asyncio.ensure_future(self._verify_listing(name, connection, within=within))
-            check.add_done_callback(_retrieved)
-            ahead[name] = check
+            ahead[name] = self._listing_shared(name, connection, within=within)
         return ahead
 
     async def list_tools(
@@ -395,6 +388,10 @@ class ToolHub:
 
         Shielded: one waiter cancelled (its turn stopped) does not cut the listing the others wait for.
         """
+        return await asyncio.shield(self._listing_shared(name, connection, within=within))
+
+    def _listing_shared(self, name: str, connection: ServerConnection, *, within: float) -> asyncio.Future[list[Tool]]:
+        """The listing on its way for `name`, sent now if none is."""
         listing = self._verifying.get(name)
         if listing is None:
             listing = asyncio.ensure_future(connection.list_tools(refresh=True, within=within))
@@ -407,7 +404,7 @@ class ToolHub:
                     task.exception()  # retrieved: every waiter may have gone (each re-raises its own)
 
             listing.add_done_callback(settled)
-        return await asyncio.shield(listing)
+        return listing
 
     async def _listed_set(self, name: str, generation: int, tools: list[Tool]) -> None:
         config = self._configs[name]
