@@ -111,7 +111,7 @@ class TestCutOffInFlight:
     ) -> None:
         llm.enqueue(Reply.tool_use("mcp__oikos__slow", {"seconds": 5}), Reply.text("The probe was too slow."))
 
-        handle, events = await ask("probe", hub, budgets=Budgets(timeout=1.0))
+        handle, events = await ask("probe", hub, budgets=Budgets(timeout=2.5))
 
         result = last_tool_results(llm.requests[-1].body)[0]
         expected = f"Outcome unknown: the turn's time limit was reached while the call was in flight. {MAY_HAVE_RUN}"
@@ -151,7 +151,7 @@ class TestRequestExecution:
             Reply.text("I cannot tell yet whether caddy restarted."),
         )
 
-        handle, _ = await ask("restart caddy", oikos_hub, budgets=Budgets(timeout=1.0))
+        handle, _ = await ask("restart caddy", oikos_hub, budgets=Budgets(timeout=2.5))
 
         result = last_tool_results(llm.requests[-1].body)[0]
         assert tool_result_text(result) == (
@@ -217,7 +217,7 @@ class TestCrashRepair:
 
 async def test_replayed_events_carry_the_state(llm: FakeAnthropic, hub: ToolHub) -> None:
     llm.enqueue(Reply.tool_use("mcp__oikos__slow", {"seconds": 5}), Reply.text("Too slow."))
-    handle, live = await ask("probe", hub, budgets=Budgets(timeout=1.0))
+    handle, live = await ask("probe", hub, budgets=Budgets(timeout=2.5))
     replay = await turn_collect(handle)
     assert [e.to_dict() for e in _results(replay)] == [e.to_dict() for e in _results(live)]
     assert _results(replay)[0].to_dict()["state"] == "unknown"

@@ -207,8 +207,8 @@ class TestBudgets:
     async def test_wall_clock_limit_cuts_slow_tools_and_still_answers(self, llm: FakeAnthropic, hub: ToolHub) -> None:
         llm.enqueue(Reply.tool_use("mcp__oikos__slow", {"seconds": 5}), Reply.text("The probe was too slow."))
         started = time.monotonic()
-        _, events = await ask("probe", hub, budgets=Budgets(timeout=1.0))
-        assert time.monotonic() - started < 4
+        _, events = await ask("probe", hub, budgets=Budgets(timeout=2.5))
+        assert time.monotonic() - started < 4.5
         assert _done(events).stop_reason == "timeout"
         result = last_tool_results(llm.requests[-1].body)[0]
         assert result["is_error"] is True and "time limit" in tool_result_text(result)
