@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from agent import presence
 from agent.budget import turn_cost, usage_tokens_total
-from agent.engine.context import SUMMARY_HEADER
+from agent.engine.context import SUMMARY_HEADER, SessionContext, StoredMessage
 from agent.engine.history import synthetic_tool_results, tool_uses_unanswered
 from agent.models import Activity, AgentSession, Instance, Message, ToolCatalog, Turn
 from agent.search.entries import search_index_message, search_index_tool_call, search_index_tool_result
@@ -241,10 +241,15 @@ def _turn_begin(
         session=session, turn=turn, role=Message.Role.USER, content=[{"type": "text", "text": text}]
     )
     search_index_message(question)
-    session.last_active_at = now
-    session.save(update_fields=["title", "model", "last_active_at"])
+    if created:
+        # Made just now, with its title, model and time: its history is the question alone.
+        context = SessionContext(messages=[StoredMessage(question.pk, turn.pk, question.role, question.content)])
+    else:
+        session.last_active_at = now
+        session.save(update_fields=["title", "model", "last_active_at"])
+        context = session_context(session)
     # What the model is sent: from the latest summary on, old tool results cleared (engine.context).
-    history = session_context(session).history()
+    history = context.history()
     return TurnBegun(
         session_id=session.pk,
         turn_id=turn.pk,
