@@ -31,7 +31,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import anthropic
@@ -113,9 +113,13 @@ class ContextKeeper:
         model: str,
         budgets: Budgets,
         time_limit: float,
+        before_compacting: Callable[[], Awaitable[None]],
     ) -> None:
         # The turn's `TurnState`: its messages are replaced after a compaction, its usage grows.
         self.state = state
+        # Awaited before the stored session is read to compact it: the turn's writes still on
+        # their way (`TurnLoop._append_behind`) are part of what it compacts.
+        self.before_compacting = before_compacting
         self.client = client
         self.model = model
         self.budgets = budgets
@@ -208,6 +212,7 @@ class ContextKeeper:
     async def _compact(self, *, trigger: str, tokens: int, fixed_chars: int) -> bool:
         """Clear old tool results, then summarise older turns if that is not enough; True when the
         model's view of the session changed (and `state.messages` was rebuilt)."""
+        await self.before_compacting()
         context = await db_call(selectors.session_context_load, session_id=self.state.session_id)
         kept = context.kept()
         spans = turn_spans(kept)

@@ -15,7 +15,7 @@ import dataclasses
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, cast
@@ -177,9 +177,17 @@ class TurnLoop:
         self._ledger_started: dict[str, tuple[int, str]] = {}
         # Outcomes of tool calls that answered, written to the ledger with the next stored message.
         self._ledger_ended: list[services.ActivityEnd] = []
+        # A round's tool results being stored while the model is asked again (`_append_behind`), and
+        # the ledger outcomes written with them.
+        self._behind: tuple[asyncio.Future[None], list[services.ActivityEnd]] | None = None
         # Keeps every request inside the model's window, compacting the session when needed.
         self.context = ContextKeeper(
-            state=state, client=client, model=model, budgets=budgets, time_limit=self.time_limit
+            state=state,
+            client=client,
+            model=model,
+            budgets=budgets,
+            time_limit=self.time_limit,
+            before_compacting=self._writes_settle,
         )
 
     async def run(self) -> None:
@@ -207,6 +215,7 @@ class TurnLoop:
             await self._finish(Turn.Status.ERROR, "tools_unavailable", error=str(refused), code="tools_unavailable")
             return
         except ModelCallFailed as failure:
+            await self._writes_settle(quiet=True)
             await self._keep_partial(failure.partial)
             await self._finish(Turn.Status.ERROR, failure.code, error=str(failure), code=failure.code)
             return
@@ -246,7 +255,7 @@ class TurnLoop:
             if not tool_uses:
                 return self._last_stop_reason
             results = await self._tools_run(tool_uses)
-            await self._append("user", results)
+            self._append_behind("user", results)
 
     # --- budgets ---------------------------------------------------------------------------------
 
@@ -358,6 +367,7 @@ class TurnLoop:
         # asks for (written before any of them is sent, as the ledger requires): one transaction.
         runs_tools = not final and message.stop_reason != "max_tokens"
         calls = [self._ledger_row(block) for block in content if block["type"] == "tool_use"] if runs_tools else []
+        await self._writes_settle()
         started_ids = await db_call(
             services.turn_progress,
             turn_id=self.state.turn_id,
@@ -626,8 +636,14 @@ class TurnLoop:
 
     async def _store(self, role: str, content: list[Block]) -> None:
         """Store a complete message, with the ledger outcomes of the calls finished since the last one."""
+        await self._writes_settle()
+        write, _ended = self._message_write(role, content)
+        await write
+
+    def _message_write(self, role: str, content: list[Block]) -> tuple[Awaitable[None], list[services.ActivityEnd]]:
+        """The write storing a message, and the ledger outcomes it takes along (those not yet written)."""
         ended, self._ledger_ended = self._ledger_ended, []
-        await db_call(
+        write = db_call(
             services.message_append,
             session_id=self.state.session_id,
             turn_id=self.state.turn_id,
@@ -635,6 +651,46 @@ class TurnLoop:
             content=content,
             ended=ended,
         )
+        return write, ended
+
+    def _append_behind(self, role: str, content: list[Block]) -> None:
+        """`_append`, its write running while the turn goes on: a round's tool results are stored
+        while the model is asked about them, instead of before (a write less on every round's path).
+
+        Every later write of the turn waits for it first (`_writes_settle`), so the session's
+        messages keep their order on PostgreSQL's concurrent connections too, and its failure fails
+        the turn before any further tool call is sent. A crash meanwhile leaves the round's ledger
+        rows `started`, repaired later as "may have run", as a crash just before the write would.
+        """
+        self.state.messages.append((role, content))
+        stored, ended = self._message_write(role, content)
+        write = asyncio.ensure_future(stored)
+        # Retrieved here too: a turn cancelled hard (its process going away) may never settle it.
+        write.add_done_callback(lambda done: done.cancelled() or done.exception())
+        self._behind = (write, ended)
+
+    async def _writes_settle(self, *, quiet: bool = False) -> None:
+        """Wait for the write `_append_behind` started; raise its failure (once), or with `quiet`
+        (a turn already ending) log it.
+
+        Shielded: a turn stopped meanwhile does not abandon its write; the stop settles it. The
+        ledger outcomes of a failed write go back to be written with the next write, or by `_finish`.
+        """
+        if self._behind is None:
+            return
+        write, ended = self._behind
+        try:
+            await asyncio.shield(write)
+        except asyncio.CancelledError:
+            raise  # the turn was stopped while it waited: the write goes on, and the stop settles it
+        except Exception:
+            self._behind = None
+            self._ledger_ended[:0] = ended
+            if not quiet:
+                raise
+            logger.exception("turn.write_failed", extra={"event": "turn.write_failed", "fields": {}})
+            return
+        self._behind = None
 
     async def _keep_partial(self, partial: list[Block]) -> None:
         if partial:
@@ -652,6 +708,7 @@ class TurnLoop:
 
     async def _stopped(self, status: str, code: str, why: str) -> None:
         """End a turn stopped from outside (Stop, or its process going away), keeping what it said."""
+        await self._writes_settle(quiet=True)
         await self._keep_partial(self._partial_text())
         role, content = self.state.messages[-1]
         if role == "assistant":
@@ -661,7 +718,7 @@ class TurnLoop:
                 results = self._results_on_cancel
                 if [r["tool_use_id"] for r in results] != [block["id"] for block in unanswered]:
                     results = synthetic_tool_results(unanswered, self.cancel_cause)
-                await self._append("user", results)
+                self._append_behind("user", results)
         await self._finish(status, code, error=why, code=code)
 
     async def _finish(self, status: str, stop_reason: str, *, error: str = "", code: str = "") -> None:
@@ -684,6 +741,7 @@ class TurnLoop:
             cache_write_tokens=usage["cache_creation_input_tokens"],
             error=error or None,
         )
+        await self._writes_settle(quiet=True)
         ended, self._ledger_ended = self._ledger_ended, []
         # Rows written for calls that never began (cut off before their task ran): "may have run"
         # is all the ledger can say of a row that says `started`.

@@ -1,26 +1,37 @@
 """A turn's writes are batched and run off the event loop (`agent.db.db_call`: one SQLite writer
 thread, pool-sized threads on PostgreSQL), and the crash-safety order still holds: the question
 before the model is asked, the model's message with the `started` rows of its calls before any
-call is sent, a round's results with their ledger outcomes. And turns running at once, whose
-writes interleave (concurrently on PostgreSQL), each store all of theirs."""
+call is sent, a round's results with their ledger outcomes, stored while the model is asked about
+them, and before anything else of the turn. And turns running at once, whose writes interleave
+(concurrently on PostgreSQL), each store all of theirs."""
 
 from __future__ import annotations
 
 import asyncio
+import threading
 import uuid
+from typing import Any
 
 import pytest
 from channels.db import database_sync_to_async
+from django.db import DatabaseError
 
+from agent import services
 from agent.engine.events import Done, ToolUse
 from agent.engine.runner import turn_start
 from agent.models import Activity, Message, Turn
 from agent.tools import ToolHub
 from tests.fakes import FakeAnthropic, Reply
 from tests.fakes.mcp_servers import SLOW_IN_FLIGHT
-from tests.fakes.scripted_models import DegradedInvestigator
+from tests.fakes.scripted_models import DegradedInvestigator, last_tool_results
 
 pytestmark = pytest.mark.django_db(transaction=True)
+
+# What a turn of one tool call stores: its messages (role, block types) and ledger rows, in order.
+ONE_CALL_TURN = (
+    [("user", ["text"]), ("assistant", ["tool_use"]), ("user", ["tool_result"]), ("assistant", ["text"])],
+    [("slow", "ok")],
+)
 
 
 @database_sync_to_async
@@ -52,12 +63,70 @@ class TestCrashSafeOrder:
                 assert event.status == "done"
 
         messages, rows = await _stored(handle.turn_id)
-        assert messages == [
-            ("user", ["text"]),
-            ("assistant", ["tool_use"]),
-            ("user", ["tool_result"]),
-            ("assistant", ["text"]),
-        ]
+        assert (messages, rows) == ONE_CALL_TURN
+
+
+class TestResultsStoredBehind:
+    """A round's tool results are stored while the model is asked about them (`_append_behind`)."""
+
+    async def test_the_model_is_asked_while_the_results_are_stored_and_the_order_holds(
+        self, llm: FakeAnthropic, hub: ToolHub, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        storing, release = threading.Event(), threading.Event()
+        store = services.message_append
+
+        def held(**message: Any) -> None:
+            if any(block["type"] == "tool_result" for block in message["content"]):
+                storing.set()
+                release.wait(10)
+            store(**message)
+
+        monkeypatch.setattr(services, "message_append", held)
+        llm.enqueue(Reply.tool_use("mcp__oikos__slow", {"seconds": 0, "label": "behind"}), Reply.text("Done."))
+        handle = await turn_start(text="probe", actor="operator:test", origin="test", hub=hub)
+        try:
+            assert await asyncio.to_thread(storing.wait, 10), "the results were never stored"
+            # The results are still on their way to the database, and the model already has them.
+            asked = (await asyncio.to_thread(llm.wait_for_requests, 2, timeout=5))[1].body
+            (result,) = last_tool_results(asked)
+            assert result["tool_use_id"] == asked["messages"][1]["content"][0]["id"]
+            messages, rows = await _stored(handle.turn_id)
+            assert messages == [("user", ["text"]), ("assistant", ["tool_use"])]
+            assert rows == [("slow", "started")]
+        finally:
+            release.set()
+
+        assert (await _done(handle.events())).status == "done"
+        messages, rows = await _stored(handle.turn_id)
+        assert (messages, rows) == ONE_CALL_TURN
+
+    async def test_results_that_could_not_be_stored_end_the_turn_before_another_call_is_sent(
+        self, llm: FakeAnthropic, hub: ToolHub, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        store = services.message_append
+
+        def failing(**message: Any) -> None:
+            if any(block["type"] == "tool_result" for block in message["content"]):
+                raise DatabaseError("disk I/O error")
+            store(**message)
+
+        monkeypatch.setattr(services, "message_append", failing)
+        llm.enqueue(
+            Reply.tool_use("mcp__oikos__slow", {"seconds": 0, "label": "first"}),
+            Reply.tool_use("mcp__oikos__slow", {"seconds": 0, "label": "second"}),
+            Reply.text("Never asked."),
+        )
+        handle = await turn_start(text="probe", actor="operator:test", origin="test", hub=hub)
+
+        done = await _done(handle.events())
+        assert done.status == "error"
+        turn = await Turn.objects.aget(pk=handle.turn_id)
+        assert "disk I/O error" in turn.error
+        # The model's second call was asked for, and never sent: the turn stopped at its write.
+        assert len(llm.requests) == 2
+        messages, rows = await _stored(handle.turn_id)
+        assert messages == [("user", ["text"]), ("assistant", ["tool_use"])]
+        # The call that ran keeps its outcome in the ledger (written when the turn ended).
         assert rows == [("slow", "ok")]
 
 
