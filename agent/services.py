@@ -360,20 +360,51 @@ def turn_progress(
     """
     now = timezone.now()
     with transaction.atomic():
-        if message and session_id is not None:
-            stored = Message.objects.create(
-                session_id=session_id, turn_id=turn_id, role=Message.Role.ASSISTANT, content=message
-            )
-            search_index_message(stored)
+        _model_answer_store(
+            turn_id=turn_id,
+            session_id=session_id,
+            message=message,
+            context_tokens=context_tokens,
+            context_window=context_window,
+            now=now,
+        )
         Turn.objects.filter(pk=turn_id).update(
             iterations=iterations, usage=usage, heartbeat_at=now, **_turn_spend(model=model, usage=usage)
         )
-        session: dict[str, Any] = {"last_active_at": now} if message else {}
-        if context_tokens is not None:
-            session.update(context_tokens=context_tokens, context_window=context_window or 0)
-        if session_id is not None and session:
-            AgentSession.objects.filter(pk=session_id).update(**session)
         return [activity_start(**call) for call in calls]
+
+
+def _model_answer_store(
+    *,
+    turn_id: uuid.UUID,
+    session_id: uuid.UUID | None,
+    message: list[dict[str, Any]] | None,
+    context_tokens: int | None,
+    context_window: int | None,
+    now: datetime.datetime,
+) -> None:
+    """A model call's message (with `session_id`), and the session's context in use now."""
+    if message and session_id is not None:
+        stored = Message.objects.create(
+            session_id=session_id, turn_id=turn_id, role=Message.Role.ASSISTANT, content=message
+        )
+        search_index_message(stored)
+    session: dict[str, Any] = {"last_active_at": now} if message else {}
+    if context_tokens is not None:
+        session.update(context_tokens=context_tokens, context_window=context_window or 0)
+    if session_id is not None and session:
+        AgentSession.objects.filter(pk=session_id).update(**session)
+
+
+@dataclass(frozen=True)
+class LastAnswer:
+    """The turn's last model call, stored with its end (`turn_finish`): its message and the
+    session's context in use (`turn_progress`'s arguments of the same names)."""
+
+    session_id: uuid.UUID
+    message: list[dict[str, Any]] | None
+    context_tokens: int | None
+    context_window: int | None
 
 
 def turn_finish(
@@ -385,18 +416,32 @@ def turn_finish(
     usage: dict[str, int],
     model: str = "",
     error: str = "",
+    last: LastAnswer | None = None,
 ) -> None:
-    # Only a running turn: one already interrupted by another process (which took this process
-    # for dead) keeps that status, which is what its session was told.
-    Turn.objects.filter(pk=turn_id, status=Turn.Status.RUNNING).update(
-        status=status,
-        stop_reason=stop_reason,
-        iterations=iterations,
-        usage=usage,
-        error=error,
-        finished_at=timezone.now(),
-        **_turn_spend(model=model, usage=usage),
-    )
+    """End the turn; with `last`, its last model call's message is stored in the same transaction
+    (a call that asked for no tool is the turn's last: one write instead of two)."""
+    now = timezone.now()
+    with transaction.atomic():
+        if last is not None:
+            _model_answer_store(
+                turn_id=turn_id,
+                session_id=last.session_id,
+                message=last.message,
+                context_tokens=last.context_tokens,
+                context_window=last.context_window,
+                now=now,
+            )
+        # Only a running turn: one already interrupted by another process (which took this process
+        # for dead) keeps that status, which is what its session was told.
+        Turn.objects.filter(pk=turn_id, status=Turn.Status.RUNNING).update(
+            status=status,
+            stop_reason=stop_reason,
+            iterations=iterations,
+            usage=usage,
+            error=error,
+            finished_at=now,
+            **_turn_spend(model=model, usage=usage),
+        )
 
 
 def activity_start(

@@ -177,6 +177,8 @@ class TurnLoop:
         self._ledger_started: dict[str, tuple[int, str]] = {}
         # Outcomes of tool calls that answered, written to the ledger with the next stored message.
         self._ledger_ended: list[services.ActivityEnd] = []
+        # The turn's last model call (it asked for no tool), stored with the turn's end.
+        self._last_answer: services.LastAnswer | None = None
         # A round's tool results being stored while the model is asked again (`_append_behind`), and
         # the ledger outcomes written with them.
         self._behind: tuple[asyncio.Future[None], list[services.ActivityEnd]] | None = None
@@ -368,6 +370,15 @@ class TurnLoop:
         runs_tools = not final and message.stop_reason != "max_tokens"
         calls = [self._ledger_row(block) for block in content if block["type"] == "tool_use"] if runs_tools else []
         await self._writes_settle()
+        if not calls:
+            # Asked for no tool call, so the turn ends now: its message is stored with the end (`_finish`).
+            self._last_answer = services.LastAnswer(
+                session_id=self.state.session_id,
+                message=content or None,
+                context_tokens=context_tokens,
+                context_window=self.context.window,
+            )
+            return content
         started_ids = await db_call(
             services.turn_progress,
             turn_id=self.state.turn_id,
@@ -769,7 +780,9 @@ class TurnLoop:
             usage=dict(self.state.usage),
             model=self.model,
             error=error,
+            last=self._last_answer,
         )
+        self._last_answer = None
         if code:
             self.emit(Error(code=code, message=error))
         self.emit(
