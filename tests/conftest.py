@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 from channels.db import database_sync_to_async
+from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import connections
 from django.test import Client
@@ -18,6 +19,19 @@ pytest_plugins = [
     "tests.fakes.oikos_fixtures",
     "tests.fakes.channel_layers",
 ]
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(
+    django_db_modify_db_settings_parallel_suffix: None, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """On SQLite, the test database is a file, as Hermes's own database is, not Django's default
+    in-memory database in shared-cache mode: that one locks whole tables and fails a second writer
+    at once ("database table is locked") instead of making it wait, which no deployment does.
+    A turn's writes and a watcher's or a request's run on different threads, as they do in production."""
+    database = settings.DATABASES["default"]
+    if database["ENGINE"] == "django.db.backends.sqlite3":
+        database.setdefault("TEST", {})["NAME"] = str(tmp_path_factory.mktemp("database") / "hermes-test.sqlite3")
 
 
 @pytest.fixture(scope="session", autouse=True)
