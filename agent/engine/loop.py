@@ -729,7 +729,7 @@ class TurnLoop:
                 results = self._results_on_cancel
                 if [r["tool_use_id"] for r in results] != [block["id"] for block in unanswered]:
                     results = synthetic_tool_results(unanswered, self.cancel_cause)
-                self._append_behind("user", results)
+                await self._append("user", results)
         await self._finish(status, code, error=why, code=code)
 
     async def _finish(self, status: str, stop_reason: str, *, error: str = "", code: str = "") -> None:
