@@ -150,8 +150,13 @@ def test_ctrl_c_stops_the_turn_in_flight_and_closes_the_conversation(
     fake_llm.responder = lambda request: Reply.text("A thinks slowly " * 200, chunk=4, delay=0.05)
     peers = {"hermes-b": {"url": hermes_b.url, "dialect": "a2a", "token": "${HERMES_B_TOKEN}"}}
     env = hermes_a_env(fresh_database, fake_llm, tmp_path, peers, HERMES_B_TOKEN=token_for_a)
+    # As at a terminal: a job started in the background of a non-interactive shell (a CI runner's
+    # may be one) inherits SIGINT ignored, and Python then leaves Ctrl-C ignored too.
+    at_a_terminal = (
+        "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])"
+    )
     talk = subprocess.Popen(
-        [sys.executable, "manage.py", "a2a_talk", "hermes-b", "hello"],
+        [sys.executable, "-c", at_a_terminal, sys.executable, "manage.py", "a2a_talk", "hermes-b", "hello"],
         cwd=REPO_ROOT,
         env=env,
         text=True,
