@@ -648,8 +648,7 @@ class TurnLoop:
     async def _store(self, role: str, content: list[Block]) -> None:
         """Store a complete message, with the ledger outcomes of the calls finished since the last one."""
         await self._writes_settle()
-        write, _ended = self._message_write(role, content)
-        await write
+        await self._message_write(role, content)[0]
 
     def _message_write(self, role: str, content: list[Block]) -> tuple[Awaitable[None], list[services.ActivityEnd]]:
         """The write storing a message, and the ledger outcomes it takes along (those not yet written)."""
@@ -691,9 +690,9 @@ class TurnLoop:
             return
         write, ended = self._behind
         try:
+            # A stop while waiting raises CancelledError (not an Exception) and leaves `_behind`
+            # set: the write goes on, and the stop's own settle collects it.
             await asyncio.shield(write)
-        except asyncio.CancelledError:
-            raise  # the turn was stopped while it waited: the write goes on, and the stop settles it
         except Exception:
             self._behind = None
             self._ledger_ended[:0] = ended
