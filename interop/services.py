@@ -254,6 +254,18 @@ def inbound_exchange_started(
 
 
 @transaction.atomic
+def inbound_exchange_cancelled(
+    *, exchange_id: int, conversation_id: uuid.UUID, session_id: uuid.UUID, turn_id: uuid.UUID, error: str
+) -> None:
+    """The exchange's caller went away and its turn was cancelled: tie them (the caller may have gone
+    before `inbound_exchange_started` ran) and record the end, in one transaction."""
+    inbound_exchange_started(
+        exchange_id=exchange_id, conversation_id=conversation_id, session_id=session_id, turn_id=turn_id
+    )
+    exchange_finish(exchange_id=exchange_id, state="canceled", error=error)
+
+
+@transaction.atomic
 def outbound_exchange_begin(
     *,
     peer: str,

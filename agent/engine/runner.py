@@ -11,8 +11,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import logging
 import uuid
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +32,8 @@ from agent.redaction import redact
 from agent.tools.elicitation import Answerer
 from agent.tools.hub import ToolHub, tool_hub
 from agent.tools.outcomes import CUTOFF_INTERRUPTED
+
+logger = logging.getLogger(__name__)
 
 
 class TurnRejected(Exception):
@@ -210,10 +213,6 @@ async def turn_start(
             "Hermes is still answering in this session: wait for that turn to finish (or stop it), then ask again.",
         ) from None
 
-    if begun.interrupted:
-        from agent.live import turns_interrupted_publish  # live follows turns started here
-
-        await turns_interrupted_publish(begun.interrupted)
     handle = TurnHandle(
         session_id=begun.session_id,
         turn_id=begun.turn_id,
@@ -247,7 +246,31 @@ async def turn_start(
     handle.turn_loop = loop
     _running[handle.turn_id] = handle
     task.add_done_callback(lambda _task: _turn_ended(handle.turn_id))
+    if begun.interrupted:
+        # In the background, once the turn runs: a caller cancelled while pages are told about the
+        # turns it found orphaned must not leave its own turn stored `running` with no task.
+        _background_spawn(_interrupted_publish(begun.interrupted))
     return handle
+
+
+# Work started here that no caller awaits; strong references until it ends.
+_background: set[asyncio.Task[None]] = set()
+
+
+def _background_spawn(work: Coroutine[Any, Any, None]) -> None:
+    task = asyncio.get_running_loop().create_task(work)
+    _background.add(task)
+    task.add_done_callback(_background.discard)
+
+
+async def _interrupted_publish(turn_ids: list[uuid.UUID]) -> None:
+    from agent.live import turns_interrupted_publish  # live follows turns started here
+
+    try:
+        await turns_interrupted_publish(turn_ids)
+    except Exception:
+        # Pages that follow those turns miss their end until they reload; the turns are ended all the same.
+        logger.warning("Telling pages that turns %s were interrupted failed", turn_ids, exc_info=True)
 
 
 async def _begin_uncancelled(**begin: Any) -> services.TurnBegun:

@@ -26,6 +26,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from channels.db import database_sync_to_async
 from django.conf import settings
@@ -41,6 +42,8 @@ from interop.services import ConversationRefused
 from interop.turns import turn_answer
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 TURN_STATES = {"done": "completed", "cancelled": "canceled"}
 # A message whose turn has not started yet (it is being set up) keeps the conversation busy this long
@@ -119,21 +122,28 @@ async def inbound_turn(
     """
     started = time.monotonic()
     question = inbound_text(text)
-    begun = await database_sync_to_async(services.inbound_exchange_begin)(
-        peer=peer,
-        dialect=dialect,
-        external_id=external_id,
-        message=question,
-        max_turns=settings.HERMES_A2A_SERVER_MAX_TURNS,
-        rate_limit=settings.HERMES_A2A_RATE_LIMIT,
-        window=settings.HERMES_A2A_RATE_WINDOW,
-        starting_grace=STARTING_GRACE_SECONDS,
-        keep=settings.HERMES_A2A_PEER_KEEP,
+    # A caller gone while the exchange is written leaves nothing behind: it is taken back out.
+    begun = await _through_cancel(
+        database_sync_to_async(services.inbound_exchange_begin)(
+            peer=peer,
+            dialect=dialect,
+            external_id=external_id,
+            message=question,
+            max_turns=settings.HERMES_A2A_SERVER_MAX_TURNS,
+            rate_limit=settings.HERMES_A2A_RATE_LIMIT,
+            window=settings.HERMES_A2A_RATE_WINDOW,
+            starting_grace=STARTING_GRACE_SECONDS,
+            keep=settings.HERMES_A2A_PEER_KEEP,
+        ),
+        undo=lambda begun: database_sync_to_async(services.inbound_exchange_withdraw)(exchange_id=begun.exchange_id),
     )
     assert begun.conversation_id is not None
     handle = await _turn_start(peer, question, begun)
     try:
-        # Inside the `try`: a caller gone while this is written still cancels the turn.
+        # Inside the `try`: a caller gone from here on cancels the turn, and its exchange still
+        # records which turn that was. The registry's taking over the turn is never left half done,
+        # so a Stop from another process and the live view reach the turn until it has ended.
+        await _through_cancel(turn_registry().turn_follow(handle))
         await database_sync_to_async(services.inbound_exchange_started)(
             exchange_id=begun.exchange_id,
             conversation_id=begun.conversation_id,
@@ -157,8 +167,12 @@ async def inbound_turn(
     except asyncio.CancelledError:
         handle.cancel()
         await handle.wait()
-        await database_sync_to_async(services.exchange_finish)(
-            exchange_id=begun.exchange_id, state="canceled", error=PEER_CANCEL_REASON
+        await database_sync_to_async(services.inbound_exchange_cancelled)(
+            exchange_id=begun.exchange_id,
+            conversation_id=begun.conversation_id,
+            session_id=handle.session_id,
+            turn_id=handle.turn_id,
+            error=PEER_CANCEL_REASON,
         )
         raise
     state = TURN_STATES.get(answer.status, "failed")
@@ -179,10 +193,13 @@ async def inbound_turn(
 
 
 async def _turn_start(peer: str, text: str, begun: services.ExchangeBegun) -> TurnHandle:
+    """Start the exchange's turn (in a new session when the conversation's was deleted), or take the
+    exchange back out when it cannot start. A caller cancelled meanwhile leaves no turn running
+    (`turn_start` sees to that) and its exchange ends `canceled`."""
     session_id = begun.session_id
     for _attempt in (1, 2):
         try:
-            handle = await turn_start(
+            return await turn_start(
                 text=text,
                 actor=f"peer:{peer}",
                 origin="a2a",
@@ -196,13 +213,26 @@ async def _turn_start(peer: str, text: str, begun: services.ExchangeBegun) -> Tu
                 continue
             await database_sync_to_async(services.inbound_exchange_withdraw)(exchange_id=begun.exchange_id)
             raise InboundRejected(rejected.code, rejected.message) from None
-        try:
-            return await turn_registry().turn_follow(handle)
         except asyncio.CancelledError:
-            # The caller went away while the turn was being followed (a channel layer round trip).
-            handle.cancel()
+            await database_sync_to_async(services.exchange_finish)(
+                exchange_id=begun.exchange_id, state="canceled", error=PEER_CANCEL_REASON
+            )
             raise
     raise AssertionError("unreachable")
+
+
+async def _through_cancel(work: Awaitable[T], *, undo: Callable[[T], Awaitable[None]] | None = None) -> T:
+    """Await `work` to its end even when the caller is cancelled meanwhile: a database thread or a
+    channel layer round trip cannot be stopped halfway, so what it did is kept, or undone by `undo`
+    (given its result), before the cancellation goes on."""
+    task = asyncio.ensure_future(work)
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        done = await asyncio.gather(task, return_exceptions=True)
+        if undo is not None and not isinstance(done[0], BaseException):
+            await undo(done[0])
+        raise
 
 
 async def inbound_cancel(turn_id: uuid.UUID) -> bool:
