@@ -135,7 +135,13 @@ class TurnRegistry:
         the stops sent to it. Returns the handle, so `turn_follow(await turn_start(...))` reads well.
 
         Nothing is missed between the start and this call: a handle replays its events to every reader.
+        A caller cancelled meanwhile (a client that hung up while its question was accepted) leaves
+        the turn followed all the same: the turn runs on, so its live view and a Stop must reach it.
         """
+        await asyncio.shield(self._spawn(self._follow(handle)))
+        return handle
+
+    async def _follow(self, handle: TurnHandle) -> None:
         await self._control_ensure()
         assert self._control_channel is not None
         # With the layer down the turn still runs and answers its caller; only the live view and
@@ -155,7 +161,6 @@ class TurnRegistry:
         )
         self.turns[str(handle.turn_id)] = live
         self._spawn(self._pump(live))
-        return handle
 
     async def turn_stop(self, *, turn_id: uuid.UUID) -> bool:
         """Ask whichever process owns the turn to cancel it (a no-op when it already ended).

@@ -141,9 +141,8 @@ async def inbound_turn(
     handle = await _turn_start(peer, question, begun)
     try:
         # Inside the `try`: a caller gone from here on cancels the turn, and its exchange still
-        # records which turn that was. The registry's taking over the turn is never left half done,
-        # so a Stop from another process and the live view reach the turn until it has ended.
-        await _through_cancel(turn_registry().turn_follow(handle))
+        # records which turn that was (the registry follows the turn all the same, to its end).
+        await turn_registry().turn_follow(handle)
         await database_sync_to_async(services.inbound_exchange_started)(
             exchange_id=begun.exchange_id,
             conversation_id=begun.conversation_id,
@@ -221,16 +220,16 @@ async def _turn_start(peer: str, text: str, begun: services.ExchangeBegun) -> Tu
     raise AssertionError("unreachable")
 
 
-async def _through_cancel(work: Awaitable[T], *, undo: Callable[[T], Awaitable[None]] | None = None) -> T:
-    """Await `work` to its end even when the caller is cancelled meanwhile: a database thread or a
-    channel layer round trip cannot be stopped halfway, so what it did is kept, or undone by `undo`
-    (given its result), before the cancellation goes on."""
+async def _through_cancel(work: Awaitable[T], *, undo: Callable[[T], Awaitable[None]]) -> T:
+    """Await `work` to its end even when the caller is cancelled meanwhile (a database thread cannot
+    be stopped halfway), then undo what it did (`undo`, given its result) before the cancellation
+    goes on."""
     task = asyncio.ensure_future(work)
     try:
         return await asyncio.shield(task)
     except asyncio.CancelledError:
         done = await asyncio.gather(task, return_exceptions=True)
-        if undo is not None and not isinstance(done[0], BaseException):
+        if not isinstance(done[0], BaseException):
             await undo(done[0])
         raise
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from typing import Any
@@ -161,4 +162,37 @@ async def test_a_broken_channel_layer_never_costs_the_turn(llm: FakeAnthropic, o
     events = [event async for event in followed.events()]
 
     assert isinstance(events[-1], Done) and events[-1].status == "done"
+    await registry.aclose()
+
+
+class SlowLayer(InMemoryChannelLayer):
+    """A layer whose group operations take a round trip, as Redis's do."""
+
+    async def group_add(self, group: str, channel: str) -> None:
+        await asyncio.sleep(0.05)
+        await super().group_add(group, channel)
+
+
+async def test_a_caller_gone_while_its_turn_is_taken_over_leaves_the_turn_published(
+    llm: FakeAnthropic, oikos_settings: RunningSim
+) -> None:
+    """A client that hangs up while its question is accepted: the turn runs on, so pages on its
+    session must still see it to its end (and a Stop must still reach it)."""
+    layer = SlowLayer()
+    registry = TurnRegistry(layer=layer)
+    session_id, channel = await _listen(layer, llm)
+    llm.enqueue(Reply.text("Caddy is up."))
+    handle = await turn_start(text="is caddy up?", actor="operator:test", origin="ui", session_id=session_id)
+
+    async def asker() -> None:
+        await registry.turn_follow(handle)
+
+    asking = asyncio.create_task(asker())
+    await asyncio.sleep(0.01)  # inside the layer's round trip
+    asking.cancel()
+    await asyncio.gather(asking, return_exceptions=True)
+
+    messages = await asyncio.wait_for(_until_done(layer, channel), timeout=10)
+    assert messages[0]["event"]["type"] == "turn_start"
+    assert messages[-1]["event"]["status"] == "done"
     await registry.aclose()
