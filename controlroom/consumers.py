@@ -48,9 +48,10 @@ class TurnSync:
 
 
 class ControlRoomConsumer(AsyncWebsocketConsumer):
-    """`/ws/ui/?session=<uuid>&rail=1&sessions=1&approvals=1&investigations=1`: one conversation, the
-    rail, the session list, the approvals page's cards and the investigations page's list — each
-    optional. Every socket announces a new investigation."""
+    """`/ws/ui/?session=<uuid>&turns=<n>&rail=1&sessions=1&approvals=1&investigations=1`: one
+    conversation (its latest `n` turns, a session page's count by default), the rail, the session
+    list, the approvals page's cards and the investigations page's list — each optional. Every
+    socket announces a new investigation."""
 
     session_id: uuid.UUID | None
     with_rail: bool
@@ -70,6 +71,8 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
         self.with_approvals = query.get("approvals", [""])[0] == "1"
         self.with_sessions = query.get("sessions", [""])[0] == "1"
         self.with_investigations = query.get("investigations", [""])[0] == "1"
+        # The drawer draws fewer turns than a session page; the snapshot draws what the page did.
+        self.turns_shown = _turns_shown(query.get("turns", [""])[0])
         self.turns: dict[str, TurnSync] = {}
         self.inline_approvals: dict[str, ApprovalItem] = {}
         self.forms_shown: set[str] = set()
@@ -116,7 +119,9 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
     async def _snapshot(self) -> None:
         views: list[TurnView] = []
         if self.session_id is not None:
-            views = await database_sync_to_async(selectors.session_turn_views)(session_id=self.session_id)
+            views = await database_sync_to_async(selectors.session_turn_views)(
+                session_id=self.session_id, limit=self.turns_shown
+            )
         for view in views:
             sync = self.turns[view.turn_id] = TurnSync(view=view, in_page=True)
             if view.running:
@@ -283,7 +288,9 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
         already drew finished is left as it is.
         """
         assert self.session_id is not None
-        views = await database_sync_to_async(selectors.session_turn_views)(session_id=self.session_id)
+        views = await database_sync_to_async(selectors.session_turn_views)(
+            session_id=self.session_id, limit=self.turns_shown
+        )
         for view in views:
             sync = self.turns.get(view.turn_id)
             if view.running or (sync is not None and sync.view is not None and not sync.view.running):
@@ -370,3 +377,11 @@ def _uuid_or_none(value: str) -> uuid.UUID | None:
         return uuid.UUID(value)
     except ValueError:
         return None
+
+
+def _turns_shown(value: str) -> int:
+    """`turns=<n>` of the socket's query: 1 to a session page's count; the page's count otherwise."""
+    try:
+        return min(max(int(value), 1), selectors.SESSION_TURNS_SHOWN)
+    except ValueError:
+        return selectors.SESSION_TURNS_SHOWN

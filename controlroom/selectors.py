@@ -43,6 +43,9 @@ from watch.models import Investigation
 # turns: enough to scroll back through, few enough that a session of thousands of turns opens as
 # fast as a short one (bench/scale.py). Earlier turns are a link away.
 SESSION_TURNS_SHOWN = 20
+# The chat drawer, on every page but home, draws fewer: it is a side pane, and its turns would
+# otherwise be most of the ledger's and search's render time. "Open in full" has the rest.
+DRAWER_TURNS_SHOWN = 5
 
 
 @dataclass(frozen=True)

@@ -47,17 +47,22 @@ def conversation_context(
     conversation with approval cards asks Oikos about them (see `approvals_confirmed`): call this
     from a thread, never from the event loop.
 
-    A long session shows its latest turns with a link to the earlier ones; `before` (a turn id)
+    A long session shows its latest turns (fewer in the drawer) with a link to the earlier ones;
+    `before` (a turn id)
     shows the turns before that one instead. Such a page of earlier turns is history: its socket
     does not follow the session (whose snapshot would put the latest turns back), and the
     composer gives way to a link back to the latest turns.
     """
     # One read of the session row for the header, the meter and the composer's model.
     head = selectors.session_head(session_id=session_id) if session_id else None
-    page = selectors.session_turns_page(session_id=session_id, before=before) if session_id else None
+    shown = selectors.DRAWER_TURNS_SHOWN if place == "drawer" else selectors.SESSION_TURNS_SHOWN
+    page = selectors.session_turns_page(session_id=session_id, before=before, limit=shown) if session_id else None
     turns = page.turns if page else []
     earlier = page is not None and page.before is not None
     query = {"session": str(session_id)} if session_id and not earlier else {}
+    if session_id and place == "drawer":
+        # Its socket's snapshot draws as many turns as the page did.
+        query["turns"] = str(shown)
     if place == "home":
         query["rail"] = "1"
     if place == "home" or follow_sessions:

@@ -21,8 +21,10 @@ from channels.layers import BaseChannelLayer
 from agent.engine.events import TextDelta
 from agent.live import TurnRegistry, session_group, turn_registry
 from agent.models import Message, Turn
+from controlroom import selectors
 from oikos_sim.server import RunningSim
 from tests.controlroom.conftest import Connect, Frames, browser_socket
+from tests.controlroom.test_long_history import questions_in, session_with_turns
 from tests.fakes import FakeAnthropic, Reply
 from tests.fakes.channel_layers import live_turn
 from tests.fakes.scripted_models import ExecutionRequester
@@ -255,3 +257,16 @@ async def test_a_socket_from_another_origin_is_refused(channel_layer: object) ->
     communicator = browser_socket("/ws/ui/", origin=b"http://evil.example")
     connected, _ = await communicator.connect(timeout=5)
     assert not connected
+
+
+async def test_a_drawers_snapshot_draws_as_many_turns_as_its_page_did(socket: Connect) -> None:
+    """The drawer draws fewer turns than a session page; a (re)connecting socket must not put a
+    session page's worth back, nor drop to fewer than a session page without being asked."""
+    total = selectors.SESSION_TURNS_SHOWN + 1
+    session, _turn_ids = await database_sync_to_async(session_with_turns)(total)
+
+    drawer = await socket(f"/ws/ui/?session={session.id}&turns={selectors.DRAWER_TURNS_SHOWN}")
+    assert questions_in(await drawer.next()) == list(range(total - selectors.DRAWER_TURNS_SHOWN, total))
+    for query in ("", "&turns=many", f"&turns={total * 10}"):
+        page = await socket(f"/ws/ui/?session={session.id}{query}")
+        assert questions_in(await page.next()) == list(range(1, total)), query

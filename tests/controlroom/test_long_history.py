@@ -93,11 +93,16 @@ def test_a_malformed_turn_id_is_not_found_and_another_sessions_turn_shows_the_la
     assert questions_in(client.get(f"/ui/s/{session.id}/?before={other_turns[0]}").content.decode()) == [0, 1]
 
 
-def test_the_drawer_on_other_pages_links_to_the_earlier_turns_too(client: Client) -> None:
+def test_the_drawer_on_other_pages_shows_fewer_turns_and_links_to_the_earlier_ones(client: Client) -> None:
+    shown = selectors.DRAWER_TURNS_SHOWN
     session, turn_ids = session_with_turns(selectors.SESSION_TURNS_SHOWN + 1)
     client.get(f"/ui/s/{session.id}/")
     ledger = client.get("/ui/ledger/").content.decode()
-    assert f'href="/ui/s/{session.id}/?before={turn_ids[1]}"' in ledger
+    total = len(turn_ids)
+    assert questions_in(ledger) == list(range(total - shown, total))
+    assert f'href="/ui/s/{session.id}/?before={turn_ids[total - shown]}"' in ledger
+    # Its socket is told how many turns the page drew, so its snapshot draws the same ones.
+    assert f"session={session.id}&amp;turns={shown}" in ledger
 
 
 def ledger_of(count: int, *, failing_every: int = 0) -> list[int]:
