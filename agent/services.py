@@ -474,16 +474,18 @@ def activity_start(
 
 
 def _activity_create(**fields: Any) -> Activity:
-    """A ledger row and its search entry, written together."""
-    with transaction.atomic():
+    """A ledger row and its search entry, written together (inside a caller's transaction, as part
+    of it: no savepoint, since nothing in between catches an error to carry on)."""
+    with transaction.atomic(savepoint=False):
         row = Activity.objects.create(**fields)
         search_index_tool_call(row)
     return row
 
 
 def activity_finish(*, activity_id: int, state: str, result: dict[str, Any], is_error: bool, duration_ms: int) -> None:
-    """Complete a `started` row: `ok`/`error` (the tool answered) or `unknown` (cut off in flight)."""
-    with transaction.atomic():
+    """Complete a `started` row: `ok`/`error` (the tool answered) or `unknown` (cut off in flight).
+    Inside a caller's transaction (`message_append`), part of it: no savepoint."""
+    with transaction.atomic(savepoint=False):
         Activity.objects.filter(pk=activity_id).update(
             state=state, result=result, is_error=is_error, duration_ms=duration_ms
         )
