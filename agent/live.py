@@ -162,8 +162,9 @@ class TurnRegistry:
         self.turns[str(handle.turn_id)] = live
         self._spawn(self._pump(live))
 
-    async def turn_stop(self, *, turn_id: uuid.UUID) -> bool:
-        """Ask whichever process owns the turn to cancel it (a no-op when it already ended).
+    async def turn_stop(self, *, turn_id: uuid.UUID, reason: str | None = None) -> bool:
+        """Ask whichever process owns the turn to cancel it (a no-op when it already ended); its
+        record says `reason` (`TurnHandle.cancel`), the operator's Stop without one.
 
         A turn whose process is gone would never hear it: it is ended here instead, `interrupted`,
         and True is returned (False: the stop is on its way to the owner).
@@ -172,7 +173,8 @@ class TurnRegistry:
         await turns_interrupted_publish(ended)
         if turn_id in ended:
             return True
-        await self.layer.group_send(turn_group(turn_id), {"type": "turn.stop", "turn_id": str(turn_id)})
+        stop = {"type": "turn.stop", "turn_id": str(turn_id), **({"reason": reason} if reason else {})}
+        await self.layer.group_send(turn_group(turn_id), stop)
         return False
 
     async def turn_state_request(self, *, turn_id: uuid.UUID, reply_to: str) -> None:
@@ -341,7 +343,8 @@ class TurnRegistry:
             if live is None:
                 continue
             if message.get("type") == "turn.stop":
-                live.handle.cancel()
+                reason = message.get("reason")
+                live.handle.cancel(reason if isinstance(reason, str) else None)
                 continue
             if message.get("type") == "elicitation.answered":
                 elicitation_wake(str(message.get("elicitation_id", "")))

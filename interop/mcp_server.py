@@ -48,6 +48,7 @@ from agent.engine.budgets import Budgets
 from agent.engine.runner import TurnRejected, turn_start
 from agent.version import NAME, hermes_version
 from interop.selectors import session_belongs_to
+from interop.server.conversation import PEER_CANCEL_REASON
 from interop.turns import turn_answer
 
 SCHEMA = "hermes.ask.v1"
@@ -153,7 +154,7 @@ async def hermes_ask(arguments: dict[str, Any], *, peer: str) -> CallToolResult:
     try:
         answer = await turn_answer(handle)
     except anyio.get_cancelled_exc_class():
-        handle.cancel()
+        handle.cancel(PEER_CANCEL_REASON)
         # The handler's scope stays cancelled: only a shielded scope can wait for the turn to end.
         with anyio.CancelScope(shield=True):
             await handle.wait()

@@ -53,6 +53,7 @@ from agent.tools.hub import ListingsAhead, ToolHub, UnreachableServer
 from agent.tools.outcomes import (
     CUTOFF_CANCELLED,
     CUTOFF_TIME_LIMIT,
+    OPERATOR_CANCEL_REASON,
     Cutoff,
     ToolOutcome,
     outcome_unknown_text,
@@ -156,6 +157,9 @@ class TurnLoop:
         # Why the turn is being cancelled when it is not the operator's Stop (its process is going
         # away): the turn then ends `interrupted` instead of `cancelled`.
         self.interrupted_by = ""
+        # Who cancelled the turn, as its record says (`TurnHandle.cancel`): the operator's Stop
+        # unless a frontend names another (a peer that hung up or cancelled its task).
+        self.cancelled_by = OPERATOR_CANCEL_REASON
         # Events shown to the transport from model streams: once one is out, a call is not retried.
         self._emitted = 0
         # Why a cancellation of this turn cuts its tool calls off; a frontend that cancels for
@@ -211,7 +215,7 @@ class TurnLoop:
             if self.interrupted_by:
                 await self._stopped(Turn.Status.INTERRUPTED, "interrupted", self.interrupted_by)
             else:
-                await self._stopped(Turn.Status.CANCELLED, "cancelled", "Cancelled by the operator.")
+                await self._stopped(Turn.Status.CANCELLED, "cancelled", self.cancelled_by)
             return
         except ToolsUnavailable as refused:
             await self._finish(Turn.Status.ERROR, "tools_unavailable", error=str(refused), code="tools_unavailable")

@@ -31,7 +31,7 @@ from agent.llm import NOT_CONFIGURED_MESSAGE, LLMNotConfigured, llm_client
 from agent.redaction import redact
 from agent.tools.elicitation import Answerer
 from agent.tools.hub import ToolHub, tool_hub
-from agent.tools.outcomes import CUTOFF_INTERRUPTED
+from agent.tools.outcomes import CUTOFF_INTERRUPTED, cutoff_cancelled
 
 logger = logging.getLogger(__name__)
 
@@ -102,9 +102,17 @@ class TurnHandle:
         finally:
             self._subscribers.remove(queue)
 
-    def cancel(self) -> None:
-        """Stop the turn as an operator's Stop does: it ends `cancelled`, keeping what it said."""
+    def cancel(self, reason: str | None = None) -> None:
+        """Stop the turn as an operator's Stop does: it ends `cancelled`, keeping what it said.
+
+        `reason` is what its record says instead of the operator's Stop (a peer that went away);
+        the first cancel's reason stands.
+        """
         if self.task and not self.task.done():
+            if reason and self.turn_loop is not None and not self.task.cancelling():
+                self.turn_loop.cancelled_by = reason
+                # The model hears it too, of the calls the cancel cuts off.
+                self.turn_loop.cancel_cause = cutoff_cancelled(reason)
             self.task.cancel()
 
     def interrupt(self, reason: str) -> None:

@@ -30,8 +30,16 @@ class Cutoff:
     words: str
 
 
+def cutoff_cancelled(reason: str) -> Cutoff:
+    """A cancel's cut-off, in the words of its reason ("Cancelled by the peer.")."""
+    said = reason.rstrip(".")
+    return Cutoff("cancelled", f"{said[:1].lower()}{said[1:]} while the call was in flight")
+
+
+# What a cancelled turn records when whoever stopped it gave no reason of its own.
+OPERATOR_CANCEL_REASON = "Cancelled by the operator."
 CUTOFF_INTERRUPTED = Cutoff("interrupted", "Hermes stopped (a restart or a crash) while the call was in flight")
-CUTOFF_CANCELLED = Cutoff("cancelled", "cancelled by the operator while the call was in flight")
+CUTOFF_CANCELLED = cutoff_cancelled(OPERATOR_CANCEL_REASON)
 CUTOFF_TIME_LIMIT = Cutoff("time_limit", "the turn's time limit was reached while the call was in flight")
 
 

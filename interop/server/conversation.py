@@ -150,7 +150,7 @@ async def inbound_turn(
             turn_id=handle.turn_id,
         )
         if on_start is not None and not await on_start(handle.turn_id, handle.session_id):
-            handle.cancel()
+            handle.cancel(PEER_CANCEL_REASON)
         if follow is None:
             answer = await turn_answer(handle)
         else:
@@ -164,7 +164,7 @@ async def inbound_turn(
             if isinstance(followed, Exception):
                 logger.warning("Streaming turn %s to its peer failed: %s", handle.turn_id, followed)
     except asyncio.CancelledError:
-        handle.cancel()
+        handle.cancel(PEER_CANCEL_REASON)
         await handle.wait()
         await database_sync_to_async(services.inbound_exchange_cancelled)(
             exchange_id=begun.exchange_id,
@@ -241,7 +241,7 @@ async def inbound_cancel(turn_id: uuid.UUID) -> bool:
     `PEER_CANCEL_REASON`, which the peer is told on every path.
     """
     await database_sync_to_async(services.exchange_cancel_note)(turn_id=turn_id, reason=PEER_CANCEL_REASON)
-    await turn_registry().turn_stop(turn_id=turn_id)
+    await turn_registry().turn_stop(turn_id=turn_id, reason=PEER_CANCEL_REASON)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + CANCEL_WAIT_SECONDS
     while True:

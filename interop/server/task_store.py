@@ -66,7 +66,7 @@ TERMINAL = {
 TERMINAL_NAMES = {TaskState.Name(state) for state in TERMINAL}
 # What a task reads as once its turn stopped without it: (state, what the peer is told).
 SETTLED_BY_TURN = {
-    # The turn's own reason ("Cancelled by the operator."), as the task's owner reports it.
+    # The turn's own reason (the operator's Stop, or the peer's cancel), as the task's owner reports it.
     Turn.Status.CANCELLED: (TaskState.TASK_STATE_CANCELED, "{error}"),
     Turn.Status.INTERRUPTED: (
         TaskState.TASK_STATE_FAILED,

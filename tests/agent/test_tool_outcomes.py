@@ -106,6 +106,27 @@ class TestCutOffInFlight:
         assert "Not run" not in json.dumps(sent)
         assert not llm.rejections
 
+    async def test_a_cancel_with_a_reason_records_it_and_tells_the_model_in_its_words(
+        self, llm: FakeAnthropic, hub: ToolHub
+    ) -> None:
+        """A peer that went away is not an operator's Stop: the turn's record and the cut-off call
+        say who stopped it (the next question's model call hears the same)."""
+        llm.enqueue(Reply.tool_use("mcp__oikos__slow", {"seconds": 30, "label": "stuck"}))
+        handle = await turn_start(text="probe", actor="peer:lab", origin="a2a", hub=hub)
+        events: list[Event] = []
+        async for event in handle.events():
+            events.append(event)
+            if isinstance(event, ToolUse):
+                await asyncio.to_thread(SLOW_IN_FLIGHT.wait, "stuck")
+                handle.cancel("Cancelled by the peer.")
+                handle.cancel()  # a second cancel (an operator's Stop too) does not change the reason
+
+        assert isinstance(events[-1], Done) and events[-1].status == "cancelled"
+        [stuck] = _results(events)
+        assert stuck.content == f"Outcome unknown: cancelled by the peer while the call was in flight. {MAY_HAVE_RUN}"
+        turn = await Turn.objects.aget(pk=handle.turn_id)
+        assert (turn.status, turn.error) == ("cancelled", "Cancelled by the peer.")
+
     async def test_the_turns_time_limit_cuts_a_call_off_as_outcome_unknown(
         self, llm: FakeAnthropic, hub: ToolHub
     ) -> None:

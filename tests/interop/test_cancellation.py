@@ -180,6 +180,10 @@ async def test_cancel_task_on_process_b_stops_the_turn_on_process_a_for_good(
         # The turn on A has stopped by the time B answers: the row every process reads says so.
         assert cancelled.status.state == TaskState.TASK_STATE_CANCELED
         assert turn_rows(process_a, turn_id.replace("-", "")) == [("cancelled",)]
+        # The turn's record says who stopped it, for the operator reading the session later.
+        assert database_rows(
+            process_a.env["DATABASE_URL"], "select error from agent_turns where id = ?", turn_id.replace("-", "")
+        ) == [("Cancelled by the peer.",)]
         # The peer streaming from A and the one subscribed on B both see the end: CANCELED.
         await asyncio.wait_for(asyncio.gather(sending, following), SETTLE_SECONDS)
         assert state_of(sent[-1]) == TaskState.TASK_STATE_CANCELED

@@ -16,7 +16,7 @@ from channels.db import database_sync_to_async
 
 from agent.models import Turn
 from interop.models import PeerExchange
-from interop.server.conversation import inbound_turn
+from interop.server.conversation import PEER_CANCEL_REASON, inbound_turn
 from tests.fakes import FakeAnthropic, Reply
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -26,6 +26,11 @@ CANCEL_AFTER_SECONDS = (0.0, 0.001, 0.003, 0.006, 0.01, 0.02, 0.04, 0.08, 0.2)
 
 
 def _left_behind() -> tuple[list[str], list[tuple[str, str, str]]]:
+    # A turn the caller's going away stopped says so, not that an operator did.
+    assert {(turn.status, turn.error) for turn in Turn.objects.exclude(status="running")} <= {
+        ("cancelled", PEER_CANCEL_REASON),
+        ("interrupted", "The caller went away before the turn started."),
+    }
     running = [str(turn.id) for turn in Turn.objects.filter(status="running")]
     exchanges = [
         (exchange.state, "open" if exchange.finished_at is None else "finished", str(exchange.turn_id or ""))
