@@ -21,7 +21,7 @@ on SQLite a new connection and its PRAGMAs per call. So instead:
 Django's connections are per thread, so a call sees the connection of the thread it runs on, and
 its transaction (`transaction.atomic` inside the service) begins and ends within the call.
 Cancelling the await does not stop a call already running (nor does `database_sync_to_async`):
-callers that must not leave work half done shield it (`runner._begin_uncancelled`).
+callers that must not leave work half done await it through `db_through_cancel`.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -85,6 +85,20 @@ async def db_request_call(function: Callable[..., T], /, **kwargs: Any) -> T:
         readers = _readers
     loop = asyncio.get_running_loop()
     return await loop.run_in_executor(readers, functools.partial(_call, function, kwargs))
+
+
+async def db_through_cancel(work: Awaitable[T], *, undo: Callable[[T], Awaitable[None]]) -> T:
+    """Await database work (`db_call`, `database_sync_to_async`) to its end even when the caller is
+    cancelled meanwhile: its thread cannot be stopped halfway, so what it wrote is undone (`undo`,
+    given its result) before the cancellation goes on. Work that failed leaves nothing to undo."""
+    task = asyncio.ensure_future(work)
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        [done] = await asyncio.gather(task, return_exceptions=True)
+        if not isinstance(done, BaseException):
+            await undo(done)
+        raise
 
 
 def _call(function: Callable[..., T], kwargs: dict[str, Any]) -> T:

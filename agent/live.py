@@ -177,6 +177,11 @@ class TurnRegistry:
         await self.layer.group_send(turn_group(turn_id), stop)
         return False
 
+    def turns_interrupted_announce(self, turn_ids: list[uuid.UUID]) -> None:
+        """`turns_interrupted_publish` in the background: whoever interrupted the turns goes on at
+        once, and a failure is logged (the pages following them see their end when they reload)."""
+        self._spawn(_quietly(turns_interrupted_publish(turn_ids)))
+
     async def turn_state_request(self, *, turn_id: uuid.UUID, reply_to: str) -> None:
         """Ask the owner of a running turn to send `turn.state` to the channel `reply_to`."""
         await self.layer.group_send(

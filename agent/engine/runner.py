@@ -11,9 +11,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
-import logging
 import uuid
-from collections.abc import AsyncGenerator, Coroutine
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,7 +20,7 @@ from django.conf import settings
 
 from agent import presence, services
 from agent.budget import INVESTIGATION_ORIGIN, BudgetKind, budget_check, budget_limited
-from agent.db import db_call
+from agent.db import db_call, db_through_cancel
 from agent.engine.budgets import Budgets
 from agent.engine.events import Done, Event
 from agent.engine.loop import TurnLoop, TurnState
@@ -32,8 +31,6 @@ from agent.redaction import redact
 from agent.tools.elicitation import Answerer
 from agent.tools.hub import ToolHub, tool_hub
 from agent.tools.outcomes import CUTOFF_INTERRUPTED, cutoff_cancelled
-
-logger = logging.getLogger(__name__)
 
 
 class TurnRejected(Exception):
@@ -255,30 +252,12 @@ async def turn_start(
     _running[handle.turn_id] = handle
     task.add_done_callback(lambda _task: _turn_ended(handle.turn_id))
     if begun.interrupted:
+        from agent.live import turn_registry  # live follows turns started here
+
         # In the background, once the turn runs: a caller cancelled while pages are told about the
         # turns it found orphaned must not leave its own turn stored `running` with no task.
-        _background_spawn(_interrupted_publish(begun.interrupted))
+        turn_registry().turns_interrupted_announce(begun.interrupted)
     return handle
-
-
-# Work started here that no caller awaits; strong references until it ends.
-_background: set[asyncio.Task[None]] = set()
-
-
-def _background_spawn(work: Coroutine[Any, Any, None]) -> None:
-    task = asyncio.get_running_loop().create_task(work)
-    _background.add(task)
-    task.add_done_callback(_background.discard)
-
-
-async def _interrupted_publish(turn_ids: list[uuid.UUID]) -> None:
-    from agent.live import turns_interrupted_publish  # live follows turns started here
-
-    try:
-        await turns_interrupted_publish(turn_ids)
-    except Exception:
-        # Pages that follow those turns miss their end until they reload; the turns are ended all the same.
-        logger.warning("Telling pages that turns %s were interrupted failed", turn_ids, exc_info=True)
 
 
 async def _begin_uncancelled(**begin: Any) -> services.TurnBegun:
@@ -288,19 +267,14 @@ async def _begin_uncancelled(**begin: Any) -> services.TurnBegun:
     turn left `running`, with no task to run it, until this process ends. So the storing finishes,
     and a turn nobody will run is closed before the cancellation goes on.
     """
-    storing = asyncio.ensure_future(db_call(services.turn_begin, **begin))
-    try:
-        return await asyncio.shield(storing)
-    except asyncio.CancelledError:
-        try:
-            begun = await storing
-        except Exception:
-            raise asyncio.CancelledError from None
+
+    async def close(begun: services.TurnBegun) -> None:
         presence.turn_running_discard(begun.turn_id)
         await db_call(
             services.turns_interrupt, turn_ids=[begun.turn_id], error="The caller went away before the turn started."
         )
-        raise
+
+    return await db_through_cancel(db_call(services.turn_begin, **begin), undo=close)
 
 
 def _turn_ended(turn_id: uuid.UUID) -> None:

@@ -48,10 +48,9 @@ def conversation_context(
     from a thread, never from the event loop.
 
     A long session shows its latest turns (fewer in the drawer) with a link to the earlier ones;
-    `before` (a turn id)
-    shows the turns before that one instead. Such a page of earlier turns is history: its socket
-    does not follow the session (whose snapshot would put the latest turns back), and the
-    composer gives way to a link back to the latest turns.
+    `before` (a turn id) shows the turns before that one instead. Such a page of earlier turns is
+    history: its socket does not follow the session (whose snapshot would put the latest turns
+    back), and the composer gives way to a link back to the latest turns.
     """
     # One read of the session row for the header, the meter and the composer's model.
     head = selectors.session_head(session_id=session_id) if session_id else None

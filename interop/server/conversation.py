@@ -26,11 +26,11 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import TypeVar
 
 from channels.db import database_sync_to_async
 from django.conf import settings
 
+from agent.db import db_through_cancel
 from agent.engine.budgets import Budgets
 from agent.engine.events import Event
 from agent.engine.runner import TurnHandle, TurnRejected, turn_start
@@ -42,8 +42,6 @@ from interop.services import ConversationRefused
 from interop.turns import turn_answer
 
 logger = logging.getLogger(__name__)
-
-T = TypeVar("T")
 
 TURN_STATES = {"done": "completed", "cancelled": "canceled"}
 # A message whose turn has not started yet (it is being set up) keeps the conversation busy this long
@@ -123,7 +121,7 @@ async def inbound_turn(
     started = time.monotonic()
     question = inbound_text(text)
     # A caller gone while the exchange is written leaves nothing behind: it is taken back out.
-    begun = await _through_cancel(
+    begun = await db_through_cancel(
         database_sync_to_async(services.inbound_exchange_begin)(
             peer=peer,
             dialect=dialect,
@@ -218,20 +216,6 @@ async def _turn_start(peer: str, text: str, begun: services.ExchangeBegun) -> Tu
             )
             raise
     raise AssertionError("unreachable")
-
-
-async def _through_cancel(work: Awaitable[T], *, undo: Callable[[T], Awaitable[None]]) -> T:
-    """Await `work` to its end even when the caller is cancelled meanwhile (a database thread cannot
-    be stopped halfway), then undo what it did (`undo`, given its result) before the cancellation
-    goes on."""
-    task = asyncio.ensure_future(work)
-    try:
-        return await asyncio.shield(task)
-    except asyncio.CancelledError:
-        done = await asyncio.gather(task, return_exceptions=True)
-        if not isinstance(done[0], BaseException):
-            await undo(done[0])
-        raise
 
 
 async def inbound_cancel(turn_id: uuid.UUID) -> bool:
