@@ -184,6 +184,8 @@ def _http(concurrency: int) -> httpx2.AsyncClient:
 class Batch:
     wall: float
     runs: list[TurnRun]
+    # CPU seconds the process doing the turns spent on the batch, when it could be read.
+    cpu: float | None = None
 
     @property
     def failed(self) -> list[TurnRun]:
@@ -197,14 +199,38 @@ class Batch:
         return statistics.median(run.wall for run in self.runs)
 
 
-async def _batch(turns: list[Any]) -> Batch:
+def _cpu_seconds(pid: int | None) -> float | None:
+    """CPU seconds (user + system) used so far by `pid`, or by this process when None; None if unreadable."""
+    if pid is None:
+        return time.process_time()
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def _batch(turns: list[Any], *, pid: int | None = None) -> Batch:
+    """The turns at once; `pid`: the process doing them (None: this one, as for the minimal loop)."""
+    cpu_before = _cpu_seconds(pid)
     started = time.perf_counter()
     runs = await asyncio.gather(*turns)
-    return Batch(time.perf_counter() - started, list(runs))
+    wall = time.perf_counter() - started
+    cpu_after = _cpu_seconds(pid)
+    cpu = cpu_after - cpu_before if cpu_before is not None and cpu_after is not None else None
+    return Batch(wall, list(runs), cpu)
 
 
 async def _measure(
-    *, hermes_url: str, model_url: str, api_key: str, mcp_url: str, token: str, turns: int, concurrency: int
+    *,
+    hermes_url: str,
+    hermes_pid: int,
+    model_url: str,
+    api_key: str,
+    mcp_url: str,
+    token: str,
+    turns: int,
+    concurrency: int,
 ) -> int:
     async with minimal_loop(model_url, api_key, mcp_url, token) as minimal, _http(concurrency) as http:
         # Warm both: connections open, tools listed, code paths taken once.
@@ -230,13 +256,14 @@ async def _measure(
         _progress(f"minimal loop: {concurrency} turns at once")
         base = await _batch([minimal.turn(f"at once {i}") for i in range(concurrency)])
         _progress(f"Hermes: {concurrency} turns at once")
-        ours = await _batch([hermes_turn(http, hermes_url, f"at once {i}") for i in range(concurrency)])
-        print(f"  {concurrency} turns at once:")
-        print(f"    {'':8} {'wall s':>7} {'p50 s':>6} {'failed':>6} {'silence p99 ms':>15}")
+        ours = await _batch([hermes_turn(http, hermes_url, f"at once {i}") for i in range(concurrency)], pid=hermes_pid)
+        print(f"  {concurrency} turns at once (CPU: of the process doing the turns, per turn):")
+        print(f"    {'':8} {'wall s':>7} {'p50 s':>6} {'failed':>6} {'silence p99 ms':>15} {'CPU ms':>7}")
         for name, batch in (("minimal", base), ("Hermes", ours)):
+            cpu = f"{batch.cpu / concurrency * 1000:>7.0f}" if batch.cpu is not None else f"{'-':>7}"
             print(
                 f"    {name:8} {batch.wall:>7.2f} {batch.median():>6.2f} {len(batch.failed):>6} "
-                f"{batch.silence_p99() * 1000:>15.0f}"
+                f"{batch.silence_p99() * 1000:>15.0f} {cpu}"
             )
         print(
             f"    wall ratio {ours.wall / base.wall:.2f}x (target <= 1.5x), Hermes failures {len(ours.failed)} "
@@ -322,6 +349,7 @@ def _run_on(backend: str, args: argparse.Namespace, directory: Path) -> int:
                     return asyncio.run(
                         _measure(
                             hermes_url=hermes.url,
+                            hermes_pid=hermes.pid,
                             model_url=model["url"],
                             api_key=model["api_key"],
                             mcp_url=oikos["mcp_url"],
