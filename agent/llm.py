@@ -7,6 +7,11 @@ The client neither times out reads nor retries: the turn engine bounds each call
 and the turn's time limit, see `agent.engine.loop`) and retries only what is safe to retry. An
 httpx read timeout restarts with every byte, so a stream that sends `ping` events forever would
 never trip it; and the SDK's own retries would spend the turn's time without it knowing.
+
+Requests go out over aiohttp (the SDK's `DefaultAioHttpClient`), not httpx's own transport: under
+200 turns at once, reading the streams through httpx, httpcore and anyio was about a seventh of
+the server's CPU, and aiohttp took the server's CPU per turn down by about that much (README,
+Performance). The SDK maps aiohttp's errors to httpx's, which `llm_failure` classifies.
 """
 
 from __future__ import annotations
@@ -61,16 +66,25 @@ def llm_client() -> anthropic.AsyncAnthropic:
     loop = asyncio.get_running_loop()
     client = _clients.get(loop)
     if client is None:
+        # Only connecting is bounded here; the engine bounds the rest (see the module's note).
+        timeout = httpx2.Timeout(None, connect=CONNECT_TIMEOUT)
         client = anthropic.AsyncAnthropic(
             # Always explicit: never fall back to a key or profile found elsewhere on the machine.
             api_key=settings.ANTHROPIC_API_KEY or "no-key",
             base_url=settings.ANTHROPIC_BASE_URL or None,
-            # Only connecting is bounded here; the engine bounds the rest (see the module's note).
-            timeout=httpx2.Timeout(None, connect=CONNECT_TIMEOUT),
+            timeout=timeout,
             max_retries=0,
+            http_client=anthropic.DefaultAioHttpClient(timeout=timeout),
         )
         _clients[loop] = client
     return client
+
+
+async def llm_client_close() -> None:
+    """Close the running loop's client and its connections; the next `llm_client()` opens a new one."""
+    client = _clients.pop(asyncio.get_running_loop(), None)
+    if client is not None:
+        await client.close()
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from pytest_django.fixtures import Settings
 
 from agent.engine.runner import TurnHandle, turn_start
 from agent.live import turn_registry, turn_registry_close
+from agent.llm import llm_client_close
 from agent.tools import tool_hub_close
 from controlroom.investigation_feed import investigation_feed_close
 from controlroom.relay import oikos_relay_close
@@ -76,6 +77,7 @@ async def _layer(kind: str, settings: Settings, request: pytest.FixtureRequest) 
     await oikos_relay_close()
     await investigation_feed_close()
     await tool_hub_close()
+    await llm_client_close()
     # The async ORM (`aget`, `acount`) leaves its connection open in the sync thread; PostgreSQL
     # would then refuse to drop the test database at the end of the run.
     if request.node.get_closest_marker("django_db"):
