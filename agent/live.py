@@ -304,7 +304,8 @@ class TurnRegistry:
             "event": dict(event),
         }
         # The turn goes on and is stored even when the layer is down; listeners resync on reconnect.
-        await _quietly(self.layer.group_send(group, message))
+        if not _group_empty_here(self.layer, group):
+            await _quietly(self.layer.group_send(group, message))
         if live.replays:
             await self._replays_answer(live)
 
@@ -399,14 +400,31 @@ async def _quietly(awaitable: Any) -> None:
         logger.exception("A channel layer operation of the turn registry failed")
 
 
+def _local_groups(layer: BaseChannelLayer) -> dict[str, Any] | None:
+    """The in-memory layer's groups (every member is in this process, on this event loop); None
+    for a layer whose groups live elsewhere."""
+    groups = getattr(layer, "groups", None)
+    return groups if isinstance(layer, InMemoryChannelLayer) and isinstance(groups, dict) else None
+
+
+def _group_empty_here(layer: BaseChannelLayer, group: str) -> bool:
+    """Whether `group` is known to be empty now, without a round trip: on the in-memory layer only,
+    where skipping the send loses no one (it would deliver to nobody). Sending is not free there:
+    channels' in-memory `group_send` first sweeps every group for expired members, and each running
+    turn has a group of its own, so a turn nobody watches would cost O(running turns) per event.
+    On Redis it is sent whatever: a page may join between a check and the send (see `_pump`)."""
+    groups = _local_groups(layer)
+    return groups is not None and not groups.get(group)
+
+
 async def _group_listened(layer: BaseChannelLayer, group: str) -> bool:
     """Whether any channel is in `group` now; True when the layer cannot tell (then it is sent to).
 
     The in-memory layer keeps its groups in a dict; channels-redis in a sorted set per group, scored
     by when each channel joined (entries older than `group_expiry` no longer count): one ZCOUNT.
     """
-    groups = getattr(layer, "groups", None)
-    if isinstance(layer, InMemoryChannelLayer) and isinstance(groups, dict):
+    groups = _local_groups(layer)
+    if groups is not None:
         return bool(groups.get(group))
     if type(layer).__module__ == "channels_redis.core":
         redis_layer: Any = layer
