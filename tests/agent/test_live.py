@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import uuid
 from typing import Any
@@ -195,4 +196,48 @@ async def test_a_caller_gone_while_its_turn_is_taken_over_leaves_the_turn_publis
     messages = await asyncio.wait_for(_until_done(layer, channel), timeout=10)
     assert messages[0]["event"]["type"] == "turn_start"
     assert messages[-1]["event"]["status"] == "done"
+    await registry.aclose()
+
+
+class CountingLayer(InMemoryChannelLayer):
+    """The in-memory layer, recording the group of every `group_send`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sent_to: list[str] = []
+
+    async def group_send(self, group: str, message: dict[str, Any]) -> None:
+        self.sent_to.append(group)
+        await super().group_send(group, message)
+
+
+async def test_a_turn_nobody_watches_sends_its_session_nothing_and_a_page_that_joins_hears_the_rest(
+    llm: FakeAnthropic, oikos_settings: RunningSim
+) -> None:
+    """On the in-memory layer every send walks every group, so a turn no page follows sends none;
+    a page that opens its session mid-turn still hears it to its end."""
+    layer = CountingLayer()
+    registry = TurnRegistry(layer=layer)
+    session = await AgentSession.objects.acreate(actor="operator:test", origin="ui")
+    group = session_group(session.id)
+    llm.enqueue(Reply.text(ANSWER, chunk=5, delay=0.002))
+    handle = await registry.turn_follow(
+        await turn_start(text="count slowly", actor="operator:test", origin="ui", session_id=session.id)
+    )
+    async with contextlib.aclosing(handle.events()) as events:
+        deltas = 0
+        async for event in events:
+            deltas += isinstance(event, TextDelta)
+            if deltas == 10:
+                break
+    await asyncio.sleep(0.05)  # past the text coalescing window: some text was published meanwhile
+    assert group not in layer.sent_to
+
+    channel = await layer.new_channel()
+    await layer.group_add(group, channel)
+    messages = await asyncio.wait_for(_until_done(layer, channel), timeout=10)
+
+    assert messages[-1]["event"]["status"] == "done"
+    assert any(message["event"]["type"] == "text" for message in messages)
+    assert group in layer.sent_to
     await registry.aclose()
