@@ -15,7 +15,7 @@ import dataclasses
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, cast
@@ -165,6 +165,10 @@ class TurnLoop:
         # Why a cancellation of this turn cuts its tool calls off; a frontend that cancels for
         # another reason (a shutdown) sets its own before cancelling.
         self.cancel_cause: Cutoff = CUTOFF_CANCELLED
+        # Whether `run()` has begun, and whether a stop came before it did (`TurnHandle.cancel`): a
+        # task cancelled before its first step ends without running a line of `run()`.
+        self.started = False
+        self.stop_requested = False
         # Per tool_use id: why its call was cut off in flight.
         self._cutoffs: dict[str, Cutoff] = {}
         # The tool results of the round a cancellation interrupted (finished ones real, others unknown).
@@ -205,35 +209,43 @@ class TurnLoop:
         The turn's task runs in a context of its own (see `runner.turn_start`), so the log context
         set here tags every line logged by this turn, and by nothing else.
         """
+        self.started = True
         turn_context_set(correlation_id=str(self.state.turn_id), session_id=str(self.state.session_id))
         metrics.turn_started()
         log_event(logger, "turn.started", actor=self.state.actor, model=self.model, messages=len(self.state.messages))
+        if self.stop_requested:
+            await _to_the_end(self._stop_ending())
+            return
         heartbeat = asyncio.create_task(self._heartbeat())
+        ending: Coroutine[Any, Any, None]
         try:
             stop_reason = await self._loop()
         except asyncio.CancelledError:
-            if self.interrupted_by:
-                await self._stopped(Turn.Status.INTERRUPTED, "interrupted", self.interrupted_by)
-            else:
-                await self._stopped(Turn.Status.CANCELLED, "cancelled", self.cancelled_by)
-            return
+            ending = self._stop_ending()
         except ToolsUnavailable as refused:
-            await self._finish(Turn.Status.ERROR, "tools_unavailable", error=str(refused), code="tools_unavailable")
-            return
+            ending = self._finish(Turn.Status.ERROR, "tools_unavailable", error=str(refused), code="tools_unavailable")
         except ModelCallFailed as failure:
-            await self._writes_settle(quiet=True)
-            await self._keep_partial(failure.partial)
-            await self._finish(Turn.Status.ERROR, failure.code, error=str(failure), code=failure.code)
-            return
+            ending = self._failed(failure)
         except Exception as exc:  # a bug must end the turn visibly, not leave it running
             # Logged here, in the turn's context: re-raised, it would only surface as "Task exception
             # was never retrieved" whenever the task is collected, under whichever turn runs then.
             logger.exception("turn.crashed", extra={"event": "turn.crashed", "fields": {}})
-            await self._finish(Turn.Status.ERROR, "error", error=f"{exc.__class__.__name__}: {exc}", code="error")
-            return
+            ending = self._finish(Turn.Status.ERROR, "error", error=f"{exc.__class__.__name__}: {exc}", code="error")
+        else:
+            ending = self._finish(Turn.Status.DONE, stop_reason)
         finally:
             heartbeat.cancel()
-        await self._finish(Turn.Status.DONE, stop_reason)
+        await _to_the_end(ending)
+
+    def _stop_ending(self) -> Coroutine[Any, Any, None]:
+        if self.interrupted_by:
+            return self._stopped(Turn.Status.INTERRUPTED, "interrupted", self.interrupted_by)
+        return self._stopped(Turn.Status.CANCELLED, "cancelled", self.cancelled_by)
+
+    async def _failed(self, failure: ModelCallFailed) -> None:
+        await self._writes_settle(quiet=True)
+        await self._keep_partial(failure.partial)
+        await self._finish(Turn.Status.ERROR, failure.code, error=str(failure), code=failure.code)
 
     async def _loop(self) -> str:
         context = self.state.tool_context()
@@ -805,6 +817,20 @@ class TurnLoop:
         while True:
             await asyncio.sleep(HEARTBEAT_SECONDS)
             await db_call(services.turn_heartbeat, turn_id=self.state.turn_id)
+
+
+async def _to_the_end(ending: Coroutine[Any, Any, None]) -> None:
+    """Run a turn's ending (its last writes, then `done`) to its end, whatever cancel lands
+    meanwhile: a second Stop, a shutdown or a closing registry has nothing left to stop, and cut
+    short the ending would leave the turn stored `running` and its followers waiting for a `done`
+    that never comes. The cancellation is taken as reported: the ending says how the turn ended."""
+    task = asyncio.ensure_future(ending)
+    while not task.done():
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            continue
+    task.result()
 
 
 def _tools_unavailable_message(unreachable: list[UnreachableServer]) -> str:

@@ -106,10 +106,16 @@ class TurnHandle:
         the first cancel's reason stands.
         """
         if self.task and not self.task.done():
-            if reason and self.turn_loop is not None and not self.task.cancelling():
+            first = not self.task.cancelling() and not (self.turn_loop and self.turn_loop.stop_requested)
+            if reason and self.turn_loop is not None and first:
                 self.turn_loop.cancelled_by = reason
                 # The model hears it too, of the calls the cancel cuts off.
                 self.turn_loop.cancel_cause = cutoff_cancelled(reason)
+            if self.turn_loop is not None and not self.turn_loop.started:
+                # Cancelled before its first step, the task would end without running a line of
+                # the turn: nothing stored, no `done`. It stops at that step instead, the same way.
+                self.turn_loop.stop_requested = True
+                return
             self.task.cancel()
 
     def interrupt(self, reason: str) -> None:

@@ -360,6 +360,48 @@ class TestFailures:
         _, events = await ask("next?", hub, session_id=handle.session_id)
         assert _done(events).status == "done" and not llm.rejections
 
+    async def test_a_turn_stopped_before_it_begins_ends_cancelled_with_done(
+        self, llm: FakeAnthropic, hub: ToolHub
+    ) -> None:
+        """A Stop (or a closing server) before the turn's task has taken a step: ended, not lost."""
+        llm.enqueue(Reply.text("Next answer."))
+        handle = await turn_start(text="stop at once", actor="operator:test", origin="test", hub=hub)
+        handle.cancel()
+
+        events = await asyncio.wait_for(turn_collect(handle), timeout=10)
+
+        assert _done(events).status == "cancelled" and _of(events, Error)[0].code == "cancelled"
+        assert (await Turn.objects.aget(pk=handle.turn_id)).status == "cancelled"
+        assert not llm.requests, "a stopped turn asks the model nothing"
+        _, events = await ask("next?", hub, session_id=handle.session_id)
+        assert _done(events).status == "done"
+
+    async def test_stops_that_land_while_a_turn_ends_still_end_it_with_done(
+        self, llm: FakeAnthropic, hub: ToolHub
+    ) -> None:
+        """A second Stop, a shutdown or a closing registry during the turn's last writes: the turn
+        is stored as ended and its followers hear `done`."""
+        llm.enqueue(Reply.text("A long, slow answer " * 20, chunk=5, delay=0.05), Reply.text("Fresh answer."))
+        handle = await turn_start(text="go slowly", actor="operator:test", origin="test", hub=hub)
+
+        async def follow() -> list[Event]:
+            seen: list[Event] = []
+            async for event in handle.events():
+                seen.append(event)
+                if len(_of(seen, TextDelta)) == 3 and not handle.task.cancelling():  # type: ignore[union-attr]
+                    handle.cancel()
+                    for _ in range(40):  # again and again, while the turn stores how it ended
+                        await asyncio.sleep(0.002)
+                        handle.cancel()
+            return seen
+
+        seen = await asyncio.wait_for(follow(), timeout=10)
+
+        assert _done(seen).status == "cancelled"
+        assert (await Turn.objects.aget(pk=handle.turn_id)).status == "cancelled"
+        _, events = await ask("next?", hub, session_id=handle.session_id)
+        assert _done(events).status == "done" and not llm.rejections
+
     async def test_late_subscriber_replays_the_whole_turn(self, llm: FakeAnthropic, hub: ToolHub) -> None:
         llm.responder = DegradedInvestigator()
         handle, live = await ask(QUESTION, hub)
