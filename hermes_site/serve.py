@@ -11,8 +11,8 @@ It takes exactly Daphne's command line. What it adds:
   get `error` and `done` before the connections close. New questions meanwhile are refused (503).
   The process then records itself as stopped, so no one waits for it.
 - Twisted's asyncio reactor runs on uvloop's event loop unless `HERMES_EVENT_LOOP=asyncio`: under
-  200 turns at once the standard loop's own Python code was a sixth of the server's time, and
-  uvloop cut the server's CPU per turn by about a tenth (README, Performance).
+  200 turns at once the standard loop's own Python code was a sixth of the server's time
+  (README, Performance).
 """
 
 from __future__ import annotations

@@ -105,18 +105,22 @@ class TurnHandle:
         `reason` is what its record says instead of the operator's Stop (a peer that went away);
         the first cancel's reason stands.
         """
-        if self.task and not self.task.done():
-            first = not self.task.cancelling() and not (self.turn_loop and self.turn_loop.stop_requested)
-            if reason and self.turn_loop is not None and first:
-                self.turn_loop.cancelled_by = reason
-                # The model hears it too, of the calls the cancel cuts off.
-                self.turn_loop.cancel_cause = cutoff_cancelled(reason)
-            if self.turn_loop is not None and not self.turn_loop.started:
-                # Cancelled before its first step, the task would end without running a line of
-                # the turn: nothing stored, no `done`. It stops at that step instead, the same way.
-                self.turn_loop.stop_requested = True
-                return
-            self.task.cancel()
+        task, turn_loop = self.task, self.turn_loop
+        if task is None or task.done():
+            return
+        if turn_loop is None:
+            task.cancel()
+            return
+        if reason and not task.cancelling() and not turn_loop.stop_requested:
+            turn_loop.cancelled_by = reason
+            # The model hears it too, of the calls the cancel cuts off.
+            turn_loop.cancel_cause = cutoff_cancelled(reason)
+        if turn_loop.started:
+            task.cancel()
+        else:
+            # Cancelled before its first step, the task would end without running a line of the
+            # turn: nothing stored, no `done`. It stops at that step instead, the same way.
+            turn_loop.stop_requested = True
 
     def interrupt(self, reason: str) -> None:
         """Stop the turn because its process is going away: it ends `interrupted` with `reason`."""
