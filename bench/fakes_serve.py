@@ -34,7 +34,10 @@ def main() -> None:
             print(json.dumps({"url": model.url, "api_key": model.api_key}), flush=True)
             sys.stdin.read()
     elif kind == "oikos":
-        with serve_in_thread(execution_seconds=0.2) as oikos:
+        # Idle connections stay open past the longest wait of a batch: with uvicorn's 5 s, a pooled
+        # connection reused just as the server closes it fails the call (ReadError), which the raw
+        # MCP client of the minimal loop does not survive.
+        with serve_in_thread(execution_seconds=0.2, keep_alive_seconds=120) as oikos:
             print(json.dumps({"mcp_url": oikos.mcp_url, "token": DEFAULT_TOKENS["agent:hermes"]}), flush=True)
             sys.stdin.read()
     else:

@@ -98,8 +98,16 @@ def base_url(sock: socket.socket) -> str:
     return f"http://{shown}:{port}"
 
 
-def uvicorn_server(app: Starlette) -> uvicorn.Server:
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=2)
+def uvicorn_server(app: Starlette, *, keep_alive_seconds: int = 5) -> uvicorn.Server:
+    """uvicorn for `app`; an idle client connection is closed after `keep_alive_seconds` (uvicorn's 5)."""
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        access_log=False,
+        lifespan="on",
+        timeout_graceful_shutdown=2,
+        timeout_keep_alive=keep_alive_seconds,
+    )
     return uvicorn.Server(config)
 
 
@@ -143,6 +151,7 @@ def serve_in_thread(
     signal_interval: float = 0.0,
     heartbeat_seconds: float = HEARTBEAT_SECONDS,
     tokens: Mapping[str, str] | None = None,
+    keep_alive_seconds: int = 5,
 ) -> RunningSim:
     """Start oikos_sim on a background thread and return once it serves requests.
 
@@ -153,7 +162,7 @@ def serve_in_thread(
     state = state_create(tokens=table, execution_seconds=execution_seconds)
     ready = threading.Event()
     app = app_build(state, host=host, signal_interval=signal_interval, heartbeat_seconds=heartbeat_seconds, ready=ready)
-    server = uvicorn_server(app)
+    server = uvicorn_server(app, keep_alive_seconds=keep_alive_seconds)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="oikos_sim", daemon=True)
     thread.start()
     # Wake regularly only to notice a thread that died during startup.
