@@ -4,12 +4,23 @@
 import os
 import sys
 
+from hermes_site.collector import startup_begin, startup_end
+
 
 def main() -> None:
+    startup_begin()
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hermes_site.settings")
-    from django.core.management import execute_from_command_line
+    from django.core.management import ManagementUtility
+    from django.core.management.base import BaseCommand
 
-    execute_from_command_line(sys.argv)
+    class Utility(ManagementUtility):
+        # Django is set up and the command's module loaded: the start-up is over.
+        def fetch_command(self, subcommand: str) -> BaseCommand:
+            command = super().fetch_command(subcommand)
+            startup_end()
+            return command
+
+    Utility(sys.argv).execute()
 
 
 if __name__ == "__main__":

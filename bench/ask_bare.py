@@ -5,20 +5,34 @@ Streamable HTTP, a tool loop (stream, call the tools the model asks for, stream 
 answer on stdout. No persistence, no framework. Configured like Hermes, from ANTHROPIC_BASE_URL,
 ANTHROPIC_API_KEY, HERMES_MODEL, OIKOS_MCP_URL and OIKOS_MCP_TOKEN.
 
-    .venv/bin/python bench/ask_bare.py "what's degraded?"
+    .venv/bin/python bench/ask_bare.py "what's degraded?" [--quiet-start]
+
+`--quiet-start` starts it as Hermes starts (hermes_site/collector.py): no garbage collection while
+the SDKs are imported, then what they built frozen out of the collector's sight. `bench/ask.py`
+runs it both ways, so the figure shows what the collector alone is worth to any script.
 """
 
 from __future__ import annotations
 
-import asyncio
-import os
+import gc
 import sys
-from typing import Any
 
-import anthropic
-import httpx2
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
+QUIET_START = "--quiet-start" in sys.argv[2:]
+if QUIET_START:
+    gc.disable()
+
+import asyncio  # noqa: E402
+import os  # noqa: E402
+from typing import Any  # noqa: E402
+
+import anthropic  # noqa: E402
+import httpx2  # noqa: E402
+from mcp import Client  # noqa: E402
+from mcp.client.streamable_http import streamable_http_client  # noqa: E402
+
+if QUIET_START:
+    gc.freeze()
+    gc.enable()
 
 
 async def _ask(question: str) -> None:

@@ -10,6 +10,8 @@ It takes exactly Daphne's command line. What it adds:
   keeps its partial answer, ends `interrupted`, and its followers (an SSE stream, the control room)
   get `error` and `done` before the connections close. New questions meanwhile are refused (503).
   The process then records itself as stopped, so no one waits for it.
+- The garbage collector is off while the process starts, and what start-up built is then frozen out
+  of its sight (`hermes_site.collector`).
 - Twisted's asyncio reactor runs on uvloop's event loop unless `HERMES_EVENT_LOOP=asyncio`: under
   200 turns at once the standard loop's own Python code was a sixth of the server's time
   (README, Performance).
@@ -22,6 +24,10 @@ import logging
 import os
 import sys
 from typing import Any
+
+from hermes_site.collector import startup_begin, startup_end
+
+startup_begin()
 
 EVENT_LOOPS = ("uvloop", "asyncio")
 
@@ -62,6 +68,11 @@ DRAIN_SECONDS = 1.0
 
 
 class HermesServer(Server):
+    def run(self) -> None:
+        # Django is set up and the application loaded: the start-up is over.
+        startup_end()
+        super().run()
+
     def kill_all_applications(self) -> Any:
         future = asyncio.ensure_future(self._turns_shutdown())
         deferred = defer.Deferred.fromFuture(future)
