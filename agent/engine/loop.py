@@ -143,9 +143,9 @@ class TurnLoop:
         self.budgets = budgets
         self.emit = emit
         self.thinking = thinking or ThinkingSettings()
-        self.started = time.monotonic()
+        self.clock_start = time.monotonic()
         # The turn ends by this moment, whatever it is doing: a model call in flight is cut.
-        self.time_limit = self.started + budgets.timeout
+        self.time_limit = self.clock_start + budgets.timeout
         # Work (tool rounds) stops by this moment, leaving the rest for the forced final answer.
         self.deadline = self.time_limit - budgets.final_answer_reserve
         self.tools: list[Block] = []
@@ -167,7 +167,7 @@ class TurnLoop:
         self.cancel_cause: Cutoff = CUTOFF_CANCELLED
         # Whether `run()` has begun, and whether a stop came before it did (`TurnHandle.cancel`): a
         # task cancelled before its first step ends without running a line of `run()`.
-        self.started = False
+        self.begun = False
         self.stop_requested = False
         # Per tool_use id: why its call was cut off in flight.
         self._cutoffs: dict[str, Cutoff] = {}
@@ -209,7 +209,7 @@ class TurnLoop:
         The turn's task runs in a context of its own (see `runner.turn_start`), so the log context
         set here tags every line logged by this turn, and by nothing else.
         """
-        self.started = True
+        self.begun = True
         turn_context_set(correlation_id=str(self.state.turn_id), session_id=str(self.state.session_id))
         metrics.turn_started()
         log_event(logger, "turn.started", actor=self.state.actor, model=self.model, messages=len(self.state.messages))
@@ -750,7 +750,7 @@ class TurnLoop:
     async def _finish(self, status: str, stop_reason: str, *, error: str = "", code: str = "") -> None:
         # An exception's text may quote anything, a credential included; it is stored and shown.
         error = redact(error)
-        duration = time.monotonic() - self.started
+        duration = time.monotonic() - self.clock_start
         metrics.turn_finished(status, stop_reason=stop_reason, duration_seconds=duration)
         usage = self.state.usage
         log_event(

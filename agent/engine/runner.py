@@ -115,7 +115,7 @@ class TurnHandle:
             turn_loop.cancelled_by = reason
             # The model hears it too, of the calls the cancel cuts off.
             turn_loop.cancel_cause = cutoff_cancelled(reason)
-        if turn_loop.started:
+        if turn_loop.begun:
             task.cancel()
         else:
             # Cancelled before its first step, the task would end without running a line of the

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from typing import Any
 
 from tests.fakes import FakeAnthropic, Reply, tool_use
@@ -28,7 +29,9 @@ class TestCorrelation:
         model = DegradedInvestigator()
         fake_llm.responder = model
 
+        asked = time.monotonic()
         events, logged = ask_json({**manage_env, "HERMES_LOG_FORMAT": "json"})
+        took_ms = (time.monotonic() - asked) * 1000
 
         done = events[-1]
         assert done["type"] == "done"
@@ -54,6 +57,8 @@ class TestCorrelation:
         assert all(isinstance(c["duration_ms"], int) for c in calls)
         finished = turn_lines[-1]
         assert (finished["status"], finished["stop_reason"], finished["iterations"]) == ("done", "end_turn", 3)
+        # The turn's own time: within the whole command's, and not nothing.
+        assert 0 < finished["duration_ms"] <= took_ms
         assert finished["output_tokens"] == done["usage"]["output_tokens"]
         assert {line["model"] for line in turn_lines if line["event"] == "llm.call"} == {"claude-sonnet-5"}
         # Operators grep these lines; the conversation itself is not in them at INFO.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import time
 from typing import Any
 
 import pytest
@@ -53,7 +54,9 @@ class TestATurnWithTwoToolCalls:
         llm.responder = with_usage(DegradedInvestigator(), USAGES)
         before = await scrape()
 
+        asked = time.monotonic()
         _, events = await ask("what's degraded and what depends on it?", hub)
+        took = time.monotonic() - asked
 
         after = await scrape()
         done = events[-1]
@@ -68,6 +71,8 @@ class TestATurnWithTwoToolCalls:
         assert after.delta(before, "hermes_turns_total", status="done", stop_reason="end_turn") == 1
         assert after.value("hermes_turns_running") == before.value("hermes_turns_running")
         assert after.delta(before, "hermes_turn_duration_seconds_count") == 1
+        # The turn's own time: within the time it took to ask, and not nothing.
+        assert 0 < after.delta(before, "hermes_turn_duration_seconds_sum") <= took
         assert after.delta(before, "hermes_llm_call_duration_seconds_count", model=MODEL, outcome="ok") == 3
         for tool in ("get_health_summary", "get_blast_radius"):
             assert after.delta(before, "hermes_tool_call_duration_seconds_count", server="oikos", tool=tool) == 1
