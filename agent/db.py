@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import threading
+import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -36,6 +37,8 @@ from typing import Any, TypeVar
 from channels.db import database_sync_to_async
 from django.conf import settings
 from django.db import connections
+
+from agent import metrics
 
 T = TypeVar("T")
 
@@ -62,7 +65,7 @@ def db_executor() -> ThreadPoolExecutor:
 async def db_call(function: Callable[..., T], /, **kwargs: Any) -> T:
     """Run `function(**kwargs)` (a service or selector: synchronous, transactional) off the event loop."""
     loop = asyncio.get_running_loop()
-    return await loop.run_in_executor(db_executor(), functools.partial(_call, function, kwargs))
+    return await loop.run_in_executor(db_executor(), functools.partial(_call, function, kwargs, time.perf_counter()))
 
 
 async def db_request_call(function: Callable[..., T], /, **kwargs: Any) -> T:
@@ -84,7 +87,7 @@ async def db_request_call(function: Callable[..., T], /, **kwargs: Any) -> T:
             _readers = ThreadPoolExecutor(max_workers=SQLITE_REQUEST_THREADS, thread_name_prefix="hermes-db-request")
         readers = _readers
     loop = asyncio.get_running_loop()
-    return await loop.run_in_executor(readers, functools.partial(_call, function, kwargs))
+    return await loop.run_in_executor(readers, functools.partial(_call, function, kwargs, time.perf_counter()))
 
 
 async def db_through_cancel(work: Awaitable[T], *, undo: Callable[[T], Awaitable[None]]) -> T:
@@ -101,11 +104,16 @@ async def db_through_cancel(work: Awaitable[T], *, undo: Callable[[T], Awaitable
         raise
 
 
-def _call(function: Callable[..., T], kwargs: dict[str, Any]) -> T:
+def _call(function: Callable[..., T], kwargs: dict[str, Any], asked: float) -> T:
+    """On a database thread: the call, its connection settled after it, and both timed
+    (`hermes_db_call_duration_seconds`: the wait since `asked`, then the run)."""
+    started = time.perf_counter()
     try:
         return function(**kwargs)
     finally:
         _connections_settle()
+        ran = time.perf_counter() - started
+        metrics.db_call_timed(getattr(function, "__name__", "other"), wait_seconds=started - asked, run_seconds=ran)
 
 
 def _connections_settle() -> None:

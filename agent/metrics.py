@@ -11,6 +11,7 @@ create unbounded series.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 
 from prometheus_client import REGISTRY, Counter, Gauge, Histogram
@@ -81,6 +82,21 @@ MCP_SERVER_UP = Gauge(
     "hermes_mcp_server_up",
     "1 when the last contact with the MCP server succeeded, 0 when it failed (absent before the first contact).",
     ["server"],
+)
+# Where a busy server's time goes: its database calls, and how late its event loop runs.
+DB_CALL_DURATION = Histogram(
+    "hermes_db_call_duration_seconds",
+    "Database calls of the turn engine and the live path (agent.db), by call (the service or selector "
+    "run) and phase: wait, from being asked until a database thread starts it (on SQLite, behind the "
+    "one writer's queue); run, the call itself with its round trips and commit.",
+    ["call", "phase"],
+    buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+)
+EVENT_LOOP_LAG = Histogram(
+    "hermes_event_loop_lag_seconds",
+    "How late the server's event loop ran a timer due every 0.25 s: what it was busy with delayed every "
+    "stream, socket and timer it serves by as much.",
+    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
 )
 
 # Read from the database at each scrape (`budget_observe`): the same figures in every process.
@@ -178,6 +194,59 @@ def websocket_closed() -> None:
 
 def mcp_server_state(server: str, *, up: bool) -> None:
     MCP_SERVER_UP.labels(server=server).set(1 if up else 0)
+
+
+class _DbCallTimers:
+    """The two series of one database call, looked up once (calls run thousands of times a minute)."""
+
+    def __init__(self, call: str) -> None:
+        self.wait = DB_CALL_DURATION.labels(call=call, phase="wait")
+        self.run = DB_CALL_DURATION.labels(call=call, phase="run")
+
+
+_db_call_timers: dict[str, _DbCallTimers] = {}
+
+
+def db_call_timed(call: str, *, wait_seconds: float, run_seconds: float) -> None:
+    """One database call: how long it waited for a thread, and how long it ran there."""
+    timers = _db_call_timers.get(call)
+    if timers is None:
+        timers = _db_call_timers.setdefault(call, _DbCallTimers(call))
+    timers.wait.observe(wait_seconds)
+    timers.run.observe(run_seconds)
+
+
+class EventLoopLagProbe:
+    """Every `interval` seconds, a timer on the loop; how late it ran is `hermes_event_loop_lag_seconds`.
+
+    A loop kept busy by CPU work (hundreds of turns at once) runs every callback late, and the lag is
+    what each of its streams waits on top of its own work; under a second of it, a probe's sample
+    every 0.25 s sees it. Cheap: one timer handle, one observation per interval.
+    """
+
+    INTERVAL = 0.25
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, *, interval: float = INTERVAL) -> None:
+        self.loop = loop
+        self.interval = interval
+        self._due = 0.0
+        self._timer: asyncio.TimerHandle | None = None
+
+    def start(self) -> None:
+        self._schedule()
+
+    def stop(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _schedule(self) -> None:
+        self._due = self.loop.time() + self.interval
+        self._timer = self.loop.call_at(self._due, self._tick)
+
+    def _tick(self) -> None:
+        EVENT_LOOP_LAG.observe(max(self.loop.time() - self._due, 0.0))
+        self._schedule()
 
 
 def metrics_exposition(accept: str = "") -> tuple[bytes, str]:

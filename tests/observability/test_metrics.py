@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import time
 from typing import Any
 
 import pytest
+from django.conf import settings
+from django.db import connections
 from django.test import AsyncClient
 
 from agent import metrics
+from agent.db import db_call
 from agent.engine.events import Approval, Done
 from agent.tools import ToolHub
 from tests.agent.conftest import ask
@@ -78,6 +82,11 @@ class TestATurnWithTwoToolCalls:
             assert after.delta(before, "hermes_tool_call_duration_seconds_count", server="oikos", tool=tool) == 1
             assert after.delta(before, "hermes_tool_call_errors_total", server="oikos", tool=tool, kind="tool") == 0
         assert after.value("hermes_mcp_server_up", server="oikos") == 1
+        # Its database calls, each timed where it ran: the question stored, the turn ended.
+        for call in ("turn_begin", "turn_finish"):
+            for phase in ("wait", "run"):
+                assert after.delta(before, "hermes_db_call_duration_seconds_count", call=call, phase=phase) == 1
+            assert 0 < after.delta(before, "hermes_db_call_duration_seconds_sum", call=call, phase="run") <= took
 
     async def test_a_failed_model_call_counts_as_an_error_turn(self, llm: FakeAnthropic, hub: ToolHub) -> None:
         llm.enqueue(Reply.http_error(400, "invalid_request_error", "scripted refusal"))
@@ -157,6 +166,51 @@ class TestApprovals:
         assert during.delta(before, "hermes_approvals_decided_total", decision="denied") == 1
         assert during.delta(before, "hermes_websocket_connections") == 1
         assert (await scrape()).value("hermes_websocket_connections") == before.value("hermes_websocket_connections")
+
+
+def _writer_held(seconds: float) -> None:
+    time.sleep(seconds)
+
+
+def _after_the_writer() -> None:
+    pass
+
+
+class TestABusyServer:
+    async def test_a_call_queued_behind_busy_database_threads_shows_its_wait(self) -> None:
+        # Every database thread busy (SQLite's one writer; PostgreSQL's pool of threads), then one
+        # more call: its wait is what a turn's write waits on a loaded server.
+        threads = 1 if connections["default"].vendor == "sqlite" else settings.HERMES_DB_POOL_MAX
+        before = await scrape()
+        await asyncio.gather(
+            *(db_call(_writer_held, seconds=0.3) for _ in range(threads)),
+            db_call(_after_the_writer),
+        )
+        after = await scrape()
+        timed = "hermes_db_call_duration_seconds"
+        assert after.delta(before, f"{timed}_count", call="_after_the_writer", phase="wait") == 1
+        assert after.delta(before, f"{timed}_sum", call="_after_the_writer", phase="wait") >= 0.25
+        assert after.delta(before, f"{timed}_sum", call="_writer_held", phase="run") >= 0.3 * threads
+
+    async def test_a_loop_kept_busy_shows_as_event_loop_lag(self) -> None:
+        probe = metrics.EventLoopLagProbe(asyncio.get_running_loop(), interval=0.02)
+        probe.start()
+        try:
+            await asyncio.sleep(0.1)
+            before = await scrape()
+            busy_until = time.perf_counter() + 0.3
+            while time.perf_counter() < busy_until:  # CPU work that never yields: every timer runs late
+                pass
+            await asyncio.sleep(0.1)
+            after = await scrape()
+        finally:
+            probe.stop()
+        assert after.delta(before, "hermes_event_loop_lag_seconds_count") >= 2
+        assert after.delta(before, "hermes_event_loop_lag_seconds_sum") >= 0.25
+        # The one late timer is counted once: the next is due a full interval after it ran.
+        assert after.delta(before, "hermes_event_loop_lag_seconds_bucket", le="0.25") < after.delta(
+            before, "hermes_event_loop_lag_seconds_count"
+        )
 
 
 class TestEndpoint:
