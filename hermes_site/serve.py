@@ -12,6 +12,7 @@ It takes exactly Daphne's command line. What it adds:
   The process then records itself as stopped, so no one waits for it.
 - The garbage collector is off while the process starts, and what start-up built is then frozen out
   of its sight (`hermes_site.collector`).
+- Its event loop's lag is sampled for `/metrics` (`hermes_event_loop_lag_seconds`).
 - Twisted's asyncio reactor runs on uvloop's event loop unless `HERMES_EVENT_LOOP=asyncio`: under
   200 turns at once the standard loop's own Python code was a sixth of the server's time
   (README, Performance).
@@ -32,8 +33,8 @@ startup_begin()
 EVENT_LOOPS = ("uvloop", "asyncio")
 
 
-def event_loop_install() -> str:
-    """Install Twisted's asyncio reactor on the loop `HERMES_EVENT_LOOP` names; returns its name.
+def event_loop_install() -> tuple[str, asyncio.AbstractEventLoop]:
+    """Install Twisted's asyncio reactor on the loop `HERMES_EVENT_LOOP` names; returns its name and it.
 
     Before Daphne is imported: `daphne.server` installs the reactor on a standard loop unless one is
     installed already.
@@ -43,16 +44,18 @@ def event_loop_install() -> str:
     choice = os.environ.get("HERMES_EVENT_LOOP", "").strip().lower() or EVENT_LOOPS[0]
     if choice not in EVENT_LOOPS:
         sys.exit(f"HERMES_EVENT_LOOP must be one of {', '.join(EVENT_LOOPS)}, not {choice!r}")
+    loop: asyncio.AbstractEventLoop
     if choice == "uvloop":
         import uvloop
 
-        asyncioreactor.install(uvloop.new_event_loop())
+        loop = uvloop.new_event_loop()
     else:
-        asyncioreactor.install(asyncio.new_event_loop())
-    return choice
+        loop = asyncio.new_event_loop()
+    asyncioreactor.install(loop)
+    return choice, loop
 
 
-EVENT_LOOP = event_loop_install()
+EVENT_LOOP, _loop = event_loop_install()
 
 from daphne.cli import CommandLineInterface  # noqa: E402
 from daphne.server import Server  # noqa: E402
@@ -71,6 +74,10 @@ class HermesServer(Server):
     def run(self) -> None:
         # Django is set up and the application loaded: the start-up is over.
         startup_end()
+        from agent.metrics import EventLoopLagProbe
+
+        # Its first timer is due once the reactor runs the loop.
+        EventLoopLagProbe(_loop).start()
         super().run()
 
     def kill_all_applications(self) -> Any:
