@@ -12,7 +12,8 @@ Printed, per database (SQLite with the in-memory layer, PostgreSQL with Redis):
 - one warm turn: the median of `--turns` alternating turns each side, and their ratio (target ≤ 1.10x);
 - `--concurrency` turns at once: each side's wall, the ratio (target ≤ 1.5x), failures (target 0),
   and the p99 over streams of each stream's longest silence — the longest gap between two events
-  it received, counted from the moment it asked (target ≤ 250 ms).
+  it received, counted from the moment it asked (target ≤ 250 ms); then, from Daphne's `/metrics`
+  over the batch, how late its event loop ran and each database call's wait for a thread and run.
 
     .venv/bin/python bench/versus_minimal.py                      # SQLite + in-memory layer
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/hermes_bench REDIS_URL=redis://127.0.0.1:6379/5 \\
@@ -50,6 +51,7 @@ from mcp import Client  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 
 from tests.fakes.daphne import DaphneServer, LiveDatabase  # noqa: E402
+from tests.observability.scrape import Scrape  # noqa: E402
 
 MODEL = "claude-sonnet-5"
 
@@ -257,7 +259,9 @@ async def _measure(
         _progress(f"minimal loop: {concurrency} turns at once")
         base = await _batch([minimal.turn(f"at once {i}") for i in range(concurrency)])
         _progress(f"Hermes: {concurrency} turns at once")
+        inside_before = await _server_metrics(http, hermes_url)
         ours = await _batch([hermes_turn(http, hermes_url, f"at once {i}") for i in range(concurrency)], pid=hermes_pid)
+        inside = (inside_before, await _server_metrics(http, hermes_url))
         print(f"  {concurrency} turns at once (CPU: of the process doing the turns, per turn):")
         print(f"    {'':8} {'wall s':>7} {'p50 s':>6} {'failed':>6} {'silence p99 ms':>15} {'CPU ms':>7}")
         for name, batch in (("minimal", base), ("Hermes", ours)):
@@ -272,7 +276,41 @@ async def _measure(
         )
         for problem in sorted({run.problem for run in ours.failed + base.failed})[:5]:
             print(f"    failed: {problem}")
+        _print_inside(*inside, wall=ours.wall)
         return failures + len(ours.failed) + len(base.failed)
+
+
+async def _server_metrics(http: httpx2.AsyncClient, url: str) -> Scrape:
+    response = await http.get(f"{url}/metrics")
+    response.raise_for_status()
+    return Scrape.parse(response.text)
+
+
+def _print_inside(before: Scrape, after: Scrape, *, wall: float) -> None:
+    """What Daphne's own metrics saw over the batch: how late its event loop ran, and its database
+    calls' wait for a thread and run there — where a stream's silences come from."""
+    lag = "hermes_event_loop_lag_seconds"
+    samples = after.delta(before, f"{lag}_count")
+    if samples:
+        late = after.delta(before, f"{lag}_sum")
+        over = samples - after.delta(before, f"{lag}_bucket", le="0.25")
+        print(
+            f"    inside Daphne: event loop lag mean {late / samples * 1000:.0f} ms over {samples:.0f} samples, "
+            f"{over:.0f} over 250 ms; the loop ran late {late / wall:.0%} of the batch's wall"
+        )
+    timed = "hermes_db_call_duration_seconds"
+    calls = sorted({series["call"] for series in after.labelled(f"{timed}_count")})
+    rows = []
+    for call in calls:
+        count = after.delta(before, f"{timed}_count", call=call, phase="run")
+        if count:
+            wait = after.delta(before, f"{timed}_sum", call=call, phase="wait") / count * 1000
+            run = after.delta(before, f"{timed}_sum", call=call, phase="run") / count * 1000
+            rows.append((count * (wait + run), call, count, wait, run))
+    if rows:
+        print("    inside Daphne: database calls, mean ms waiting for a thread / running there:")
+        for _, call, count, wait, run in sorted(rows, reverse=True)[:8]:
+            print(f"      {call:28} {count:>6.0f} x {wait:>7.1f} / {run:>6.1f}")
 
 
 def _progress(what: str) -> None:

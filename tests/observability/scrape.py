@@ -24,12 +24,20 @@ class Scrape:
     def delta(self, before: Scrape, name: str, **labels: str) -> float:
         return self.value(name, **labels) - before.value(name, **labels)
 
+    def labelled(self, name: str) -> list[dict[str, str]]:
+        """The label sets of every series of `name`."""
+        return [dict(labels) for sample, labels in self.samples if sample == name]
+
+    @classmethod
+    def parse(cls, text: str) -> Scrape:
+        samples: dict[SampleKey, float] = {}
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                samples[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
+        return cls(samples)
+
 
 async def scrape() -> Scrape:
     response = await AsyncClient().get("/metrics")
     assert response.status_code == 200, response.content
-    samples: dict[SampleKey, float] = {}
-    for family in text_string_to_metric_families(response.content.decode()):
-        for sample in family.samples:
-            samples[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
-    return Scrape(samples)
+    return Scrape.parse(response.content.decode())
