@@ -18,6 +18,7 @@ Printed, per database (SQLite with the in-memory layer, PostgreSQL with Redis):
     .venv/bin/python bench/versus_minimal.py                      # SQLite + in-memory layer
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/hermes_bench REDIS_URL=redis://127.0.0.1:6379/5 \\
         .venv/bin/python bench/versus_minimal.py --on postgres    # or --on both
+    # ... --on postgres --servers 2: the turns at once spread over two Daphne processes (scale-out)
 
 For PostgreSQL, the database `<name>_versus` is created beside DATABASE_URL's and dropped at the
 end. A measurement, not a test: it prints figures (the machine's load inflates both sides alike;
@@ -202,32 +203,36 @@ class Batch:
         return statistics.median(run.wall for run in self.runs)
 
 
-def _cpu_seconds(pid: int | None) -> float | None:
-    """CPU seconds (user + system) used so far by `pid`, or by this process when None; None if unreadable."""
-    if pid is None:
+def _cpu_seconds(pids: list[int] | None) -> float | None:
+    """CPU seconds (user + system) used so far by `pids` together, or by this process when None;
+    None if unreadable."""
+    if pids is None:
         return time.process_time()
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return None
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
 
 
-async def _batch(turns: list[Any], *, pid: int | None = None) -> Batch:
-    """The turns at once; `pid`: the process doing them (None: this one, as for the minimal loop)."""
-    cpu_before = _cpu_seconds(pid)
+async def _batch(turns: list[Any], *, pids: list[int] | None = None) -> Batch:
+    """The turns at once; `pids`: the processes doing them (None: this one, as for the minimal loop)."""
+    cpu_before = _cpu_seconds(pids)
     started = time.perf_counter()
     runs = await asyncio.gather(*turns)
     wall = time.perf_counter() - started
-    cpu_after = _cpu_seconds(pid)
+    cpu_after = _cpu_seconds(pids)
     cpu = cpu_after - cpu_before if cpu_before is not None and cpu_after is not None else None
     return Batch(wall, list(runs), cpu)
 
 
 async def _measure(
     *,
-    hermes_url: str,
-    hermes_pid: int,
+    hermes_urls: list[str],
+    hermes_pids: list[int],
     model_url: str,
     api_key: str,
     mcp_url: str,
@@ -235,13 +240,15 @@ async def _measure(
     turns: int,
     concurrency: int,
 ) -> int:
+    hermes_url = hermes_urls[0]
     async with minimal_loop(model_url, api_key, mcp_url, token) as minimal, _http(concurrency) as http:
-        # Warm both: connections open, tools listed, code paths taken once.
+        # Warm both: connections open, tools listed, code paths taken once (in every server).
         for _ in range(2):
             await minimal.turn("warm-up")
-            warm = await hermes_turn(http, hermes_url, "warm-up")
-            if not warm.ok:
-                raise RuntimeError(f"Hermes's warm-up turn failed: {warm.problem}")
+            for url in hermes_urls:
+                warm = await hermes_turn(http, url, "warm-up")
+                if not warm.ok:
+                    raise RuntimeError(f"Hermes's warm-up turn failed: {warm.problem}")
         # Alternating, so drift on a busy machine hits both alike.
         bare, hermes = [], []
         _progress(f"{turns} warm turns each, alternating")
@@ -259,10 +266,13 @@ async def _measure(
         _progress(f"minimal loop: {concurrency} turns at once")
         base = await _batch([minimal.turn(f"at once {i}") for i in range(concurrency)])
         _progress(f"Hermes: {concurrency} turns at once")
-        inside_before = await _server_metrics(http, hermes_url)
-        ours = await _batch([hermes_turn(http, hermes_url, f"at once {i}") for i in range(concurrency)], pid=hermes_pid)
-        inside = (inside_before, await _server_metrics(http, hermes_url))
-        print(f"  {concurrency} turns at once (CPU: of the process doing the turns, per turn):")
+        inside_before = await _server_metrics(http, hermes_urls)
+        # Spread over the servers in turn, as a proxy balancing requests would.
+        asked = [hermes_turn(http, hermes_urls[i % len(hermes_urls)], f"at once {i}") for i in range(concurrency)]
+        ours = await _batch(asked, pids=hermes_pids)
+        inside = (inside_before, await _server_metrics(http, hermes_urls))
+        servers = "" if len(hermes_urls) == 1 else f", Hermes over {len(hermes_urls)} Daphne processes"
+        print(f"  {concurrency} turns at once (CPU: of the processes doing the turns, per turn{servers}):")
         print(f"    {'':8} {'wall s':>7} {'p50 s':>6} {'failed':>6} {'silence p99 ms':>15} {'CPU ms':>7}")
         for name, batch in (("minimal", base), ("Hermes", ours)):
             cpu = f"{batch.cpu / concurrency * 1000:>7.0f}" if batch.cpu is not None else f"{'-':>7}"
@@ -280,15 +290,21 @@ async def _measure(
         return failures + len(ours.failed) + len(base.failed)
 
 
-async def _server_metrics(http: httpx2.AsyncClient, url: str) -> Scrape:
-    response = await http.get(f"{url}/metrics")
-    response.raise_for_status()
-    return Scrape.parse(response.text)
+async def _server_metrics(http: httpx2.AsyncClient, urls: list[str]) -> Scrape:
+    """Every server's `/metrics`, summed (their counters and histograms add up)."""
+    total: dict[Any, float] = {}
+    for url in urls:
+        response = await http.get(f"{url}/metrics")
+        response.raise_for_status()
+        for key, value in Scrape.parse(response.text).samples.items():
+            total[key] = total.get(key, 0.0) + value
+    return Scrape(total)
 
 
 def _print_inside(before: Scrape, after: Scrape, *, wall: float) -> None:
     """What Daphne's own metrics saw over the batch: how late its event loop ran, and its database
-    calls' wait for a thread and run there — where a stream's silences come from."""
+    calls' wait for a thread and run there — where a stream's silences come from. With several servers,
+    the lag is the mean over their loops and "ran late" sums them."""
     lag = "hermes_event_loop_lag_seconds"
     samples = after.delta(before, f"{lag}_count")
     if samples:
@@ -382,13 +398,16 @@ def _run_on(backend: str, args: argparse.Namespace, directory: Path) -> int:
                     "HERMES_LOG_LEVEL": "WARNING",
                     **dict(item.split("=", 1) for item in args.server_env),
                 }
-                log = directory / f"daphne-{backend}.log"
-                with DaphneServer(database=database, env=env, log_path=log) as hermes:
-                    print(f"{label} (Daphne log: {log})")
+                with contextlib.ExitStack() as servers:
+                    hermes = []
+                    for number in range(args.servers):
+                        log = directory / f"daphne-{backend}-{number}.log"
+                        hermes.append(servers.enter_context(DaphneServer(database=database, env=env, log_path=log)))
+                    print(f"{label} (Daphne log: {hermes[0].log_path})")
                     return asyncio.run(
                         _measure(
-                            hermes_url=hermes.url,
-                            hermes_pid=hermes.pid,
+                            hermes_urls=[server.url for server in hermes],
+                            hermes_pids=[server.pid for server in hermes],
                             model_url=model["url"],
                             api_key=model["api_key"],
                             mcp_url=oikos["mcp_url"],
@@ -407,6 +426,13 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=9, help="warm turns each side, alternating")
     parser.add_argument("--concurrency", type=int, default=200)
     parser.add_argument(
+        "--servers",
+        type=int,
+        default=1,
+        help="Daphne processes sharing the turns at once (PostgreSQL + Redis only): the scale-out figure, "
+        "beside the targets' one process",
+    )
+    parser.add_argument(
         "--server-env", action="append", default=[], metavar="NAME=VALUE", help="extra environment for Daphne"
     )
     args = parser.parse_args()
@@ -416,6 +442,8 @@ def main() -> None:
         and os.environ.get("REDIS_URL", "").startswith("redis")
     ):
         sys.exit("--on postgres runs Hermes as deployed for scale-out: set DATABASE_URL=postgres://... and REDIS_URL")
+    if args.servers < 1 or (args.servers > 1 and backends != ["postgres"]):
+        sys.exit("--servers N: at least 1, and more than 1 only --on postgres (SQLite is one process's database)")
     directory = Path(tempfile.mkdtemp(prefix="hermes-versus-"))
     # The minimal loop runs in this process: what its imports built is kept out of its collections,
     # as Hermes keeps its start-up out of its own (hermes_site/collector.py), so neither side's
