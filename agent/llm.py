@@ -35,6 +35,11 @@ NOT_CONFIGURED_MESSAGE = (
 )
 
 CONNECT_TIMEOUT = 10.0
+# How long an idle connection is kept for the next call: under the 5 s after which uvicorn, Node and
+# most local compatible servers close one. Kept as long as that (the SDK's default), a connection
+# was reused just as the server closed it, and the call failed as a "Connection error": under 200
+# turns at once, 11-28 model calls a batch, and a turn whose three attempts all met one.
+KEEPALIVE_SECONDS = 4.0
 
 # What a retry may help with: the API's own list (the statuses the SDK retries, and the error
 # types of an `error` event inside a 200 stream that mean "not now" rather than "never").
@@ -68,13 +73,18 @@ def llm_client() -> anthropic.AsyncAnthropic:
     if client is None:
         # Only connecting is bounded here; the engine bounds the rest (see the module's note).
         timeout = httpx2.Timeout(None, connect=CONNECT_TIMEOUT)
+        limits = httpx2.Limits(
+            max_connections=anthropic.DEFAULT_CONNECTION_LIMITS.max_connections,
+            max_keepalive_connections=anthropic.DEFAULT_CONNECTION_LIMITS.max_keepalive_connections,
+            keepalive_expiry=KEEPALIVE_SECONDS,
+        )
         client = anthropic.AsyncAnthropic(
             # Always explicit: never fall back to a key or profile found elsewhere on the machine.
             api_key=settings.ANTHROPIC_API_KEY or "no-key",
             base_url=settings.ANTHROPIC_BASE_URL or None,
             timeout=timeout,
             max_retries=0,
-            http_client=anthropic.DefaultAioHttpClient(timeout=timeout),
+            http_client=anthropic.DefaultAioHttpClient(timeout=timeout, limits=limits),
         )
         _clients[loop] = client
     return client

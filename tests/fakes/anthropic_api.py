@@ -98,6 +98,8 @@ class RecordedRequest:
     """Set when the fake refused the request on its own (never for a scripted http_error)."""
     reply: Reply | None
     """The scripted reply served, tool_use ids filled in; None when refused."""
+    client_port: int | None = None
+    """The client's port: requests with the same port came over the same connection."""
 
     @property
     def streamed(self) -> bool:
@@ -242,7 +244,12 @@ class FakeAnthropic:
         reply = None
         if problem is None:
             reply, problem = self._next_reply(body)
-        self._record(RecordedRequest(request_id=request_id, headers=headers, body=body, rejection=problem, reply=reply))
+        port = request.client.port if request.client else None
+        self._record(
+            RecordedRequest(
+                request_id=request_id, headers=headers, body=body, rejection=problem, reply=reply, client_port=port
+            )
+        )
         if problem is not None:
             # The SDK obeys this header: a refusal is final, and a retry would only repeat it.
             return _error_response(problem, request_id=request_id, headers={"x-should-retry": "false"})

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 from channels.db import database_sync_to_async
 
+from agent import llm as llm_module
 from agent.engine.budgets import Budgets
 from agent.engine.events import Done, Error, Event, TextDelta
 from agent.logs import TurnContextFilter
@@ -254,6 +255,27 @@ class TestRetries:
 
         assert error_of(events).message == "The model API answered 400: messages: bad"
         assert len(llm.requests) == 1
+
+
+class TestIdleConnections:
+    async def test_a_connection_idle_nearly_as_long_as_the_server_keeps_it_is_not_reused(
+        self, llm: FakeAnthropic, hub: ToolHub
+    ) -> None:
+        # The fake, like uvicorn, Node and most local compatible servers, closes a connection idle
+        # for 5 s. One reused just as it does fails the call ("Connection error"): under load, a
+        # few calls in every 200 turns at once did, before Hermes gave its connections up sooner.
+        llm.enqueue(Reply.text(ANSWER), Reply.text(ANSWER), Reply.text(ANSWER))
+
+        for question in ("is caddy healthy?", "and now?"):
+            await timed_ask(question, hub, within=30)
+        assert llm_module.KEEPALIVE_SECONDS + 0.5 < 5
+        await asyncio.sleep(llm_module.KEEPALIVE_SECONDS + 0.5)  # still open at the server
+        await timed_ask("and after a while?", hub, within=30)
+
+        first, soon_after, after_a_while = (request.client_port for request in llm.requests)
+        assert first is not None
+        assert soon_after == first  # kept for the next call
+        assert after_a_while != first  # given up before the server would close it
 
 
 class TestNotAnEventStream:
