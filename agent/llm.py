@@ -27,6 +27,7 @@ import anthropic
 import httpx2
 from django.conf import settings
 
+from agent.keepalive import KEEPALIVE_SECONDS
 from agent.redaction import redact
 
 NOT_CONFIGURED_MESSAGE = (
@@ -35,11 +36,6 @@ NOT_CONFIGURED_MESSAGE = (
 )
 
 CONNECT_TIMEOUT = 10.0
-# How long an idle connection is kept for the next call: under the 5 s after which uvicorn, Node and
-# most local compatible servers close one. Kept as long as that (the SDK's default), a connection
-# was reused just as the server closed it, and the call failed as a "Connection error": under 200
-# turns at once, 11-28 model calls a batch, and a turn whose three attempts all met one.
-KEEPALIVE_SECONDS = 4.0
 
 # What a retry may help with: the API's own list (the statuses the SDK retries, and the error
 # types of an `error` event inside a 200 stream that mean "not now" rather than "never").

@@ -34,6 +34,7 @@ from mcp.types import (
 )
 from mcp_types import RequestParamsMeta
 
+from agent.keepalive import KEEPALIVE_SECONDS
 from agent.tools.config import ServerConfig
 from agent.tools.elicitation import ElicitationAnswer
 from agent.tools.stderr import StderrRelay
@@ -393,6 +394,9 @@ class ServerConnection:
             httpx2.AsyncClient(
                 headers=dict(config.headers),
                 timeout=httpx2.Timeout(30.0, connect=10.0, read=config.timeout + 30.0),
+                limits=httpx2.Limits(
+                    max_connections=100, max_keepalive_connections=20, keepalive_expiry=KEEPALIVE_SECONDS
+                ),
                 event_hooks={"response": [note_auth_failure]},
             )
         )
@@ -418,7 +422,7 @@ class ServerConnection:
         for kind, hint in _FAILURE_HINTS:
             for leaf in leaves:
                 if isinstance(leaf, kind):
-                    return f"{hint} ({target}): {leaf or type(leaf).__name__}"
+                    return f"{hint} ({target}): {str(leaf) or type(leaf).__name__}"
         first = leaves[0] if leaves else group
         detail = first.message if isinstance(first, MCPError) else str(first) or type(first).__name__
         return f"{detail} ({target})"

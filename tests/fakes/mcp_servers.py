@@ -294,6 +294,9 @@ class MCPTestServer:
         self.port: int | None = None
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
+        # The client port of every POST (every MCP request), in arrival order: which connection
+        # each request came over.
+        self.post_ports: list[int] = []
 
     @property
     def url(self) -> str:
@@ -307,7 +310,14 @@ class MCPTestServer:
 
     def _app(self) -> ASGIApp:
         app = self.build(token=self.token).streamable_http_app()
-        return _handshake_only(app) if self.legacy else app
+        served = _handshake_only(app) if self.legacy else app
+
+        async def noting_ports(scope: Scope, receive: Receive, send: Send) -> None:
+            if scope["type"] == "http" and scope["method"] == "POST" and scope.get("client"):
+                self.post_ports.append(scope["client"][1])
+            await served(scope, receive, send)
+
+        return noting_ports
 
     def _bind(self) -> socket.socket:
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
