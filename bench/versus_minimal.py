@@ -13,7 +13,8 @@ Printed, per database (SQLite with the in-memory layer, PostgreSQL with Redis):
 - `--concurrency` turns at once: each side's wall, the ratio (target ≤ 1.5x), failures (target 0),
   and the p99 over streams of each stream's longest silence — the longest gap between two events
   it received, counted from the moment it asked (target ≤ 250 ms); then, from Daphne's `/metrics`
-  over the batch, how late its event loop ran and each database call's wait for a thread and run.
+  over the batch, how late its event loop ran, how many model calls failed and were retried and how
+  many tool calls failed, and each database call's wait for a thread and run.
 
     .venv/bin/python bench/versus_minimal.py                      # SQLite + in-memory layer
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/hermes_bench REDIS_URL=redis://127.0.0.1:6379/5 \\
@@ -302,8 +303,9 @@ async def _server_metrics(http: httpx2.AsyncClient, urls: list[str]) -> Scrape:
 
 
 def _print_inside(before: Scrape, after: Scrape, *, wall: float) -> None:
-    """What Daphne's own metrics saw over the batch: how late its event loop ran, and its database
-    calls' wait for a thread and run there — where a stream's silences come from. With several servers,
+    """What Daphne's own metrics saw over the batch: how late its event loop ran, the model calls
+    retried and tool calls failed (a connection reused as its server closed it shows here), and its
+    database calls' wait for a thread and run there — where a stream's silences come from. With several servers,
     the lag is the mean over their loops and "ran late" sums them."""
     lag = "hermes_event_loop_lag_seconds"
     samples = after.delta(before, f"{lag}_count")
@@ -314,6 +316,13 @@ def _print_inside(before: Scrape, after: Scrape, *, wall: float) -> None:
             f"    inside Daphne: event loop lag mean {late / samples * 1000:.0f} ms over {samples:.0f} samples, "
             f"{over:.0f} over 250 ms; the loop ran late {late / wall:.0%} of the batch's wall"
         )
+    attempts = _summed(before, after, "hermes_llm_call_duration_seconds_count")
+    retried = _summed(before, after, "hermes_llm_call_duration_seconds_count", outcome="retry")
+    tool_errors = _summed(before, after, "hermes_tool_call_errors_total")
+    print(
+        f"    inside Daphne: {attempts:.0f} model call attempts, {retried:.0f} of them failed and retried; "
+        f"{tool_errors:.0f} tool calls failed"
+    )
     timed = "hermes_db_call_duration_seconds"
     calls = sorted({series["call"] for series in after.labelled(f"{timed}_count")})
     rows = []
@@ -327,6 +336,15 @@ def _print_inside(before: Scrape, after: Scrape, *, wall: float) -> None:
         print("    inside Daphne: database calls, mean ms waiting for a thread / running there:")
         for _, call, count, wait, run in sorted(rows, reverse=True)[:8]:
             print(f"      {call:28} {count:>6.0f} x {wait:>7.1f} / {run:>6.1f}")
+
+
+def _summed(before: Scrape, after: Scrape, name: str, **labels: str) -> float:
+    """A metric's growth over the batch, summed over every series that carries `labels`."""
+    return sum(
+        after.delta(before, name, **series)
+        for series in after.labelled(name)
+        if all(series.get(key) == value for key, value in labels.items())
+    )
 
 
 def _progress(what: str) -> None:

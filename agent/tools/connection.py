@@ -394,9 +394,8 @@ class ServerConnection:
             httpx2.AsyncClient(
                 headers=dict(config.headers),
                 timeout=httpx2.Timeout(30.0, connect=10.0, read=config.timeout + 30.0),
-                limits=httpx2.Limits(
-                    max_connections=100, max_keepalive_connections=20, keepalive_expiry=KEEPALIVE_SECONDS
-                ),
+                # httpx's own limits (no cap on connections), but no idle connection reused past 4 s.
+                limits=httpx2.Limits(keepalive_expiry=KEEPALIVE_SECONDS),
                 event_hooks={"response": [note_auth_failure]},
             )
         )
