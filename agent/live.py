@@ -58,6 +58,9 @@ from agent.engine.runner import TurnHandle
 logger = logging.getLogger(__name__)
 
 COALESCE_SECONDS = 0.03
+# On a layer whose groups live elsewhere (Redis), how long a turn trusts its last look at whether
+# its session's group has any member (`TurnRegistry._listened`).
+LISTENERS_RECHECK_SECONDS = 1.0
 CONTROL_RETRY_SECONDS = 1.0
 CANCEL_RETRY_SECONDS = 0.5
 
@@ -87,6 +90,14 @@ class LiveTurn:
     through: int = 0
     # `turn.replay.request`s waiting for `through` to reach their `after`: (reply_to, after).
     replays: list[tuple[str, int]] = field(default_factory=list)
+    # Whether the session's group had a member when last looked at (loop time), on Redis.
+    listened: bool = False
+    listened_seen_at: float | None = None
+
+    def listener_asked(self) -> None:
+        """Someone asked for this turn (state or replay): it joined the session's group first."""
+        self.listened = True
+        self.listened_seen_at = asyncio.get_running_loop().time()
 
     def record(self, event: dict[str, Any]) -> None:
         last = self.log[-1] if self.log else None
@@ -244,9 +255,10 @@ class TurnRegistry:
             block, block_text, redacted = None, "", False
 
         try:
-            # Published whether or not anyone listens yet: deciding once per turn whether anyone
-            # listens raced a page that joined the group after the check but asked for the turn
-            # before this process had registered it, and that page never heard the turn end.
+            # The first look at who listens is taken here, after this process registered the turn
+            # (`_follow`): a page that asked for the turn before then, whose request was dropped,
+            # joined the group before asking, so this look sees it. Deciding once per turn raced
+            # exactly that page, which never heard the turn end; see `_listened` for the rest.
             await self._publish(live, group, live.start, 0, numbered_from_zero=True)
             await self._sessions_changed(live)
             while True:
@@ -304,10 +316,31 @@ class TurnRegistry:
             "event": dict(event),
         }
         # The turn goes on and is stored even when the layer is down; listeners resync on reconnect.
-        if not _group_empty_here(self.layer, group):
+        if await self._listened(live, group):
             await _quietly(self.layer.group_send(group, message))
         if live.replays:
             await self._replays_answer(live)
+
+    async def _listened(self, live: LiveTurn, group: str) -> bool:
+        """Whether to send the turn's next message to its session's group: a turn nobody watches
+        costs no layer traffic per event.
+
+        In-memory layer: the group as it is now, exactly and for free. Redis: a group send to an
+        empty group still costs two round trips (its expiry sweep and member read), a tenth of a
+        busy server's time at 200 turns at once, so the turn looks (one ZCOUNT) at most every
+        `LISTENERS_RECHECK_SECONDS`. Nobody who joins meanwhile misses anything: a control room
+        or a follower in another process joins the group and then asks the owner for the turn
+        (`turn.state.request`, `turn.replay.request`), and that request marks the turn listened
+        before its answer goes out (`LiveTurn.listener_asked`); one that never asks hears the turn
+        within the recheck.
+        """
+        if _local_groups(self.layer) is not None:
+            return not _group_empty_here(self.layer, group)
+        now = asyncio.get_running_loop().time()
+        if live.listened_seen_at is None or now - live.listened_seen_at >= LISTENERS_RECHECK_SECONDS:
+            live.listened = await _group_listened(self.layer, group)
+            live.listened_seen_at = now
+        return live.listened
 
     async def _replays_answer(self, live: LiveTurn, *, final: bool = False) -> None:
         """Send `turn.replay` to every waiting follower whose `after` is now published."""
@@ -355,6 +388,8 @@ class TurnRegistry:
             if message.get("type") == "elicitation.answered":
                 elicitation_wake(str(message.get("elicitation_id", "")))
                 continue
+            if message.get("type") in ("turn.state.request", "turn.replay.request"):
+                live.listener_asked()
             if message.get("type") == "turn.state.request" and isinstance(message.get("reply_to"), str):
                 await _quietly(self.layer.send(message["reply_to"], live.state()))
             elif message.get("type") == "turn.replay.request" and isinstance(message.get("reply_to"), str):
@@ -411,8 +446,7 @@ def _group_empty_here(layer: BaseChannelLayer, group: str) -> bool:
     """Whether `group` is known to be empty now, without a round trip: on the in-memory layer only,
     where skipping the send loses no one (it would deliver to nobody). Sending is not free there:
     channels' in-memory `group_send` first sweeps every group for expired members, and each running
-    turn has a group of its own, so a turn nobody watches would cost O(running turns) per event.
-    On Redis it is sent whatever: a page may join between a check and the send (see `_pump`)."""
+    turn has a group of its own, so a turn nobody watches would cost O(running turns) per event."""
     groups = _local_groups(layer)
     return groups is not None and not groups.get(group)
 
@@ -426,7 +460,11 @@ async def _group_listened(layer: BaseChannelLayer, group: str) -> bool:
     groups = _local_groups(layer)
     if groups is not None:
         return bool(groups.get(group))
-    if type(layer).__module__ == "channels_redis.core":
+    # By the class's lineage, not `isinstance`: importing channels-redis (and redis-py) where the
+    # layer is not Redis would slow every start-up (`manage.py ask`).
+    if any(
+        cls.__module__ == "channels_redis.core" and cls.__name__ == "RedisChannelLayer" for cls in type(layer).__mro__
+    ):
         redis_layer: Any = layer
         try:
             connection = redis_layer.connection(redis_layer.consistent_hash(group))

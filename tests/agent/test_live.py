@@ -6,14 +6,17 @@ import asyncio
 import contextlib
 import json
 import uuid
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 from channels.layers import BaseChannelLayer, InMemoryChannelLayer
+from channels_redis.core import RedisChannelLayer
+from pytest_django.fixtures import Settings
 
 from agent.engine.events import Done, TextDelta
-from agent.engine.runner import turn_start
-from agent.live import TurnRegistry, session_group
+from agent.engine.runner import TurnHandle, turn_start
+from agent.live import LISTENERS_RECHECK_SECONDS, TurnRegistry, session_group
 from agent.models import AgentSession
 from oikos_sim.server import RunningSim
 from tests.fakes import FakeAnthropic, Reply
@@ -241,3 +244,111 @@ async def test_a_turn_nobody_watches_sends_its_session_nothing_and_a_page_that_j
     assert any(message["event"]["type"] == "text" for message in messages)
     assert group in layer.sent_to
     await registry.aclose()
+
+
+class CountingRedisLayer(RedisChannelLayer):
+    """The Redis layer as configured, recording the group of every `group_send`."""
+
+    def __init__(self, **config: Any) -> None:
+        super().__init__(**config)
+        self.sent_to: list[str] = []
+
+    async def group_send(self, group: str, message: dict[str, Any]) -> None:
+        self.sent_to.append(group)
+        await super().group_send(group, message)
+
+
+@contextlib.asynccontextmanager
+async def _counting_redis(settings: Settings) -> AsyncIterator[tuple[CountingRedisLayer, TurnRegistry]]:
+    """A registry on its own Redis layer, configured as the `redis_layer` fixture configured the
+    site's (its prefix too, so that fixture's flush clears what this one wrote)."""
+    layer = CountingRedisLayer(**settings.CHANNEL_LAYERS["default"]["CONFIG"])
+    registry = TurnRegistry(layer=layer)
+    try:
+        yield layer, registry
+    finally:
+        await registry.aclose()
+        await layer.close_pools()
+
+
+async def _some_text_streamed(handle: TurnHandle) -> None:
+    async with contextlib.aclosing(handle.events()) as events:
+        deltas = 0
+        async for event in events:
+            deltas += isinstance(event, TextDelta)
+            if deltas == 10:
+                return
+
+
+async def test_on_redis_a_turn_nobody_watches_sends_its_session_nothing(
+    redis_layer: BaseChannelLayer, settings: Settings, llm: FakeAnthropic, oikos_settings: RunningSim
+) -> None:
+    """A group send to an empty Redis group still costs two round trips: a turn no page follows
+    makes none for its events, from its start to its end."""
+    async with _counting_redis(settings) as (layer, registry):
+        session = await AgentSession.objects.acreate(actor="operator:test", origin="ui")
+        llm.enqueue(Reply.text(ANSWER, chunk=5, delay=0.005))  # ~0.6 s: past a recheck of who listens
+        handle = await registry.turn_follow(
+            await turn_start(text="count slowly", actor="operator:test", origin="ui", session_id=session.id)
+        )
+        await handle.wait()
+        await asyncio.sleep(0.1)  # the pump's last publish (done) is after the handle's end
+
+        [done] = [event for event in handle.log if isinstance(event, Done)]
+        assert done.status == "done" and len(handle.log) > 100
+        assert session_group(session.id) not in layer.sent_to
+
+
+async def test_on_redis_a_page_that_joins_mid_turn_and_asks_for_it_hears_the_rest_without_a_gap(
+    redis_layer: BaseChannelLayer, settings: Settings, llm: FakeAnthropic, oikos_settings: RunningSim
+) -> None:
+    """As the control room's socket does: join the session's group, then ask the owner for the turn
+    so far. Its events from then on reach the page, numbered on from the state it was sent."""
+    async with _counting_redis(settings) as (layer, registry):
+        session = await AgentSession.objects.acreate(actor="operator:test", origin="ui")
+        llm.enqueue(Reply.text(ANSWER, chunk=5, delay=0.01))
+        handle = await registry.turn_follow(
+            await turn_start(text="count slowly", actor="operator:test", origin="ui", session_id=session.id)
+        )
+        await _some_text_streamed(handle)
+        assert session_group(session.id) not in layer.sent_to
+
+        channel = await layer.new_channel()
+        await layer.group_add(session_group(session.id), channel)
+        await registry.turn_state_request(turn_id=handle.turn_id, reply_to=channel)
+        state = await asyncio.wait_for(layer.receive(channel), timeout=10)
+        assert state["type"] == "turn.state"
+        following = await asyncio.wait_for(_until_done(layer, channel), timeout=20)
+
+        seqs = [message["seq"] for message in following]
+        assert seqs == list(range(state["seq"] + 1, state["seq"] + 1 + len(seqs)))
+        shown = [e for e in state["events"] if e["type"] == "text"] + [
+            m["event"] for m in following if m["event"]["type"] == "text"
+        ]
+        assert "".join(event["text"] for event in shown) == ANSWER
+        assert following[-1]["event"]["status"] == "done"
+
+
+async def test_on_redis_a_page_that_joins_without_asking_hears_the_turn_within_a_recheck(
+    redis_layer: BaseChannelLayer, settings: Settings, llm: FakeAnthropic, oikos_settings: RunningSim
+) -> None:
+    """A listener whose request for the turn was lost still hears the turn end: who listens is
+    looked at again every LISTENERS_RECHECK_SECONDS."""
+    async with _counting_redis(settings) as (layer, registry):
+        session = await AgentSession.objects.acreate(actor="operator:test", origin="ui")
+        llm.enqueue(Reply.text(ANSWER, chunk=5, delay=0.025))  # ~3 s of text
+        handle = await registry.turn_follow(
+            await turn_start(text="count slowly", actor="operator:test", origin="ui", session_id=session.id)
+        )
+        await _some_text_streamed(handle)
+        channel = await layer.new_channel()
+        await layer.group_add(session_group(session.id), channel)
+        joined = asyncio.get_running_loop().time()
+
+        first = await asyncio.wait_for(layer.receive(channel), timeout=10)
+        heard = asyncio.get_running_loop().time() - joined
+        rest = await asyncio.wait_for(_until_done(layer, channel), timeout=20)
+
+        assert heard < LISTENERS_RECHECK_SECONDS + 0.5
+        assert first["event"]["type"] in ("text", "text_end", "done")
+        assert rest[-1]["event"]["status"] == "done"
