@@ -325,19 +325,20 @@ class TurnRegistry:
         """Whether to send the turn's next message to its session's group: a turn nobody watches
         costs no layer traffic per event.
 
-        In-memory layer: the group as it is now, exactly and for free. Redis: a group send to an
-        empty group still costs two round trips (its expiry sweep and member read), a tenth of a
-        busy server's time at 200 turns at once, so the turn looks (one ZCOUNT) at most every
+        In-memory layer: the group as it is now, exactly and for free (a send is not free there:
+        channels' `group_send` first sweeps every group for expired members, and each running turn
+        has a group of its own, so each event would cost O(running turns)). Redis: a group send to
+        an empty group still costs two round trips (its expiry sweep and member read), 8% of a busy
+        server's GIL time at 200 turns at once, so the turn looks (one ZCOUNT) at most every
         `LISTENERS_RECHECK_SECONDS`. Nobody who joins meanwhile misses anything: a control room
         or a follower in another process joins the group and then asks the owner for the turn
         (`turn.state.request`, `turn.replay.request`), and that request marks the turn listened
         before its answer goes out (`LiveTurn.listener_asked`); one that never asks hears the turn
         within the recheck.
         """
-        if _local_groups(self.layer) is not None:
-            return not _group_empty_here(self.layer, group)
+        exact = _local_groups(self.layer) is not None
         now = asyncio.get_running_loop().time()
-        if live.listened_seen_at is None or now - live.listened_seen_at >= LISTENERS_RECHECK_SECONDS:
+        if exact or live.listened_seen_at is None or now - live.listened_seen_at >= LISTENERS_RECHECK_SECONDS:
             live.listened = await _group_listened(self.layer, group)
             live.listened_seen_at = now
         return live.listened
@@ -440,15 +441,6 @@ def _local_groups(layer: BaseChannelLayer) -> dict[str, Any] | None:
     for a layer whose groups live elsewhere."""
     groups = getattr(layer, "groups", None)
     return groups if isinstance(layer, InMemoryChannelLayer) and isinstance(groups, dict) else None
-
-
-def _group_empty_here(layer: BaseChannelLayer, group: str) -> bool:
-    """Whether `group` is known to be empty now, without a round trip: on the in-memory layer only,
-    where skipping the send loses no one (it would deliver to nobody). Sending is not free there:
-    channels' in-memory `group_send` first sweeps every group for expired members, and each running
-    turn has a group of its own, so a turn nobody watches would cost O(running turns) per event."""
-    groups = _local_groups(layer)
-    return groups is not None and not groups.get(group)
 
 
 async def _group_listened(layer: BaseChannelLayer, group: str) -> bool:

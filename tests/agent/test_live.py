@@ -202,16 +202,22 @@ async def test_a_caller_gone_while_its_turn_is_taken_over_leaves_the_turn_publis
     await registry.aclose()
 
 
-class CountingLayer(InMemoryChannelLayer):
-    """The in-memory layer, recording the group of every `group_send`."""
+class SendsRecorded(BaseChannelLayer):
+    """Mixed into a real layer: records the group of every `group_send`, then sends it."""
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.sent_to: list[str] = []
+    sent_to: list[str]
 
     async def group_send(self, group: str, message: dict[str, Any]) -> None:
         self.sent_to.append(group)
         await super().group_send(group, message)
+
+
+class CountingLayer(SendsRecorded, InMemoryChannelLayer):
+    """The in-memory layer, recording the group of every `group_send`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sent_to = []
 
 
 async def test_a_turn_nobody_watches_sends_its_session_nothing_and_a_page_that_joins_hears_the_rest(
@@ -246,16 +252,12 @@ async def test_a_turn_nobody_watches_sends_its_session_nothing_and_a_page_that_j
     await registry.aclose()
 
 
-class CountingRedisLayer(RedisChannelLayer):
+class CountingRedisLayer(SendsRecorded, RedisChannelLayer):
     """The Redis layer as configured, recording the group of every `group_send`."""
 
     def __init__(self, **config: Any) -> None:
         super().__init__(**config)
-        self.sent_to: list[str] = []
-
-    async def group_send(self, group: str, message: dict[str, Any]) -> None:
-        self.sent_to.append(group)
-        await super().group_send(group, message)
+        self.sent_to = []
 
 
 @contextlib.asynccontextmanager
@@ -287,7 +289,7 @@ async def test_on_redis_a_turn_nobody_watches_sends_its_session_nothing(
     makes none for its events, from its start to its end."""
     async with _counting_redis(settings) as (layer, registry):
         session = await AgentSession.objects.acreate(actor="operator:test", origin="ui")
-        llm.enqueue(Reply.text(ANSWER, chunk=5, delay=0.005))  # ~0.6 s: past a recheck of who listens
+        llm.enqueue(Reply.text(ANSWER, chunk=5, delay=0.01))  # ~1.2 s: past a recheck of who listens
         handle = await registry.turn_follow(
             await turn_start(text="count slowly", actor="operator:test", origin="ui", session_id=session.id)
         )
