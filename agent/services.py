@@ -1,5 +1,9 @@
 """Writes to Hermes's own tables. Synchronous and transactional; async code calls them through
-`database_sync_to_async`. Nothing here knows about transports.
+`agent.db.db_call` (the turn engine) or `database_sync_to_async`. Nothing here knows about transports.
+
+The writes on a turn's path (its question, each model message and tool call, their search entries,
+the turn's and session's progress) run as statements made once (`agent.statements`) on one cursor
+per transaction; the rest use the ORM.
 """
 
 from __future__ import annotations
@@ -11,7 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
+from django.db.backends.utils import CursorWrapper
 from django.db.models import F
 from django.utils import timezone
 
@@ -19,13 +24,63 @@ from agent import presence
 from agent.budget import turn_cost, usage_tokens_total
 from agent.engine.context import SUMMARY_HEADER, SessionContext, StoredMessage
 from agent.engine.history import synthetic_tool_results, tool_uses_unanswered
-from agent.models import Activity, AgentSession, Instance, Message, ToolCatalog, Turn
-from agent.search.entries import search_index_message, search_index_tool_call, search_index_tool_result
+from agent.models import Activity, AgentSession, Instance, Message, SearchEntry, ToolCatalog, Turn
+from agent.search.entries import activity_entry, message_entry, search_result_addition
 from agent.selectors import session_context
+from agent.statements import Insert, Update
 from agent.tools.outcomes import CUTOFF_INTERRUPTED, outcome_unknown_text
 from agent.tools.results import tool_error_record
 
 TITLE_MAX = 80
+
+# The turn's hot writes (`agent.statements`): columns not named take their fields' defaults.
+_SESSION_NEW = Insert(AgentSession, ["actor", "origin", "title", "model"])
+_SESSION_ACTIVE = Update(AgentSession, ["last_active_at"], where=["id"])
+_SESSION_CONTEXT = Update(AgentSession, ["context_tokens", "context_window"], where=["id"])
+_SESSION_ACTIVE_CONTEXT = Update(AgentSession, ["last_active_at", "context_tokens", "context_window"], where=["id"])
+_TURN_NEW = Insert(Turn, ["session_id", "actor", "model", "owner", "heartbeat_at"])
+_TURN_HEARTBEAT = Update(Turn, ["heartbeat_at"], where=["id"])
+_TURN_PROGRESS = Update(Turn, ["iterations", "usage", "heartbeat_at", "tokens_total", "cost_usd"], where=["id"])
+_TURN_END = Update(
+    Turn,
+    ["status", "stop_reason", "iterations", "usage", "error", "finished_at", "tokens_total", "cost_usd"],
+    where=["id", "status"],
+)
+_MESSAGE_NEW = Insert(Message, ["session_id", "turn_id", "role", "content", "created_at"])
+_ACTIVITY_NEW = Insert(
+    Activity,
+    [
+        "correlation_id",
+        "session_id",
+        "actor",
+        "tool_use_id",
+        "server",
+        "tool",
+        "arguments",
+        "result",
+        "state",
+        "is_error",
+        "duration_ms",
+        "started_at",
+    ],
+)
+_ACTIVITY_END = Update(Activity, ["state", "result", "is_error", "duration_ms"], where=["id"])
+_SEARCH_ENTRY_NEW = Insert(
+    SearchEntry,
+    [
+        "session_id",
+        "turn_id",
+        "message_id",
+        "activity_id",
+        "kind",
+        "server",
+        "tool",
+        "tool_use_id",
+        "text",
+        "created_at",
+    ],
+)
+_SEARCH_RESULT_ADD = Update(SearchEntry, appended=["text"], where=["activity_id"])
 
 
 class SessionNotFound(Exception):
@@ -210,51 +265,51 @@ def _turn_begin(
     # them all here made every question read every running turn (a sixth of the server's time
     # with 200 questions at once). A new session has nothing to free.
     interrupted = turns_interrupt_orphaned(stale_after=stale_after, session_id=session_id) if session_id else []
-    created = False
-    if session_id is None:
-        session = AgentSession.objects.create(
-            actor=actor, origin=origin, title=session_title_from(text), model=model_choice or ""
-        )
-        created = True
-    else:
-        found = AgentSession.objects.select_for_update().filter(pk=session_id).first()
-        if found is None:
+    session: AgentSession | None = None
+    if session_id is not None:
+        session = AgentSession.objects.select_for_update().filter(pk=session_id).first()
+        if session is None:
             raise SessionNotFound(session_id)
-        session = found
         # Under the session's row lock (PostgreSQL): of two questions racing into one session,
         # exactly one starts a turn. One turn at a time keeps the history a valid conversation.
         if session.turns.filter(status=Turn.Status.RUNNING).exists():
             raise SessionBusy(session_id)
         _session_repair(session)
-        if not session.title:
-            session.title = session_title_from(text)
-        if model_choice is not None:
-            session.model = model_choice
-
-    used = session.model if session.model and (not models_allowed or session.model in models_allowed) else model
     now = timezone.now()
-    turn = Turn.objects.create(session=session, actor=actor, model=used, owner=owner, heartbeat_at=now)
-    # Counted as running here before the commit, so a sweep in this process between the commit and
-    # the turn's task starting cannot take it for an orphan.
-    presence.turn_running_add(turn.pk)
-    question = Message.objects.create(
-        session=session, turn=turn, role=Message.Role.USER, content=[{"type": "text", "text": text}]
-    )
-    search_index_message(question)
-    if created:
+    question = [{"type": "text", "text": text}]
+    with connection.cursor() as cursor:
+        if session is None:
+            chosen = model_choice or ""
+            session_pk = _SESSION_NEW.run(
+                cursor, actor=actor, origin=origin, title=session_title_from(text), model=chosen
+            )
+        else:
+            session_pk = session.pk
+            session.title = session.title or session_title_from(text)
+            if model_choice is not None:
+                session.model = model_choice
+            session.last_active_at = now
+            session.save(update_fields=["title", "model", "last_active_at"])
+            chosen = session.model
+        used = chosen if chosen and (not models_allowed or chosen in models_allowed) else model
+        turn_pk = _TURN_NEW.run(cursor, session_id=session_pk, actor=actor, model=used, owner=owner, heartbeat_at=now)
+        # Counted as running here before the commit, so a sweep in this process between the commit
+        # and the turn's task starting cannot take it for an orphan.
+        presence.turn_running_add(turn_pk)
+        question_pk = _message_store(
+            cursor, session_id=session_pk, turn_id=turn_pk, role=Message.Role.USER, content=question, now=now
+        )
+    if session is None:
         # Made just now, with its title, model and time: its history is the question alone.
-        context = SessionContext(messages=[StoredMessage(question.pk, turn.pk, question.role, question.content)])
+        context = SessionContext(messages=[StoredMessage(question_pk, turn_pk, Message.Role.USER, question)])
     else:
-        session.last_active_at = now
-        session.save(update_fields=["title", "model", "last_active_at"])
         context = session_context(session)
     # What the model is sent: from the latest summary on, old tool results cleared (engine.context).
-    history = context.history()
     return TurnBegun(
-        session_id=session.pk,
-        turn_id=turn.pk,
-        session_created=created,
-        history=history,
+        session_id=session_pk,
+        turn_id=turn_pk,
+        session_created=session is None,
+        history=context.history(),
         interrupted=interrupted,
         model=used,
     )
@@ -315,20 +370,40 @@ def message_append(
     """Store one complete message; with `ended`, the ledger rows of the calls it answers, in the
     same transaction (a round of tool results and its ledger outcomes are stored together or not
     at all: after a crash, both say "may have run")."""
-    with transaction.atomic():
+    now = timezone.now()
+    with transaction.atomic(), connection.cursor() as cursor:
         for end in ended:
-            activity_finish(
-                activity_id=end.activity_id,
-                state=end.state,
-                result=end.result,
-                is_error=end.is_error,
-                duration_ms=end.duration_ms,
-            )
-        message = Message.objects.create(session_id=session_id, turn_id=turn_id, role=role, content=content)
-        search_index_message(message)
-        now = timezone.now()
-        AgentSession.objects.filter(pk=session_id).update(last_active_at=now)
-        Turn.objects.filter(pk=turn_id).update(heartbeat_at=now)
+            _activity_end(cursor, end)
+        _message_store(cursor, session_id=session_id, turn_id=turn_id, role=role, content=content, now=now)
+        _SESSION_ACTIVE.run(cursor, where=[session_id], last_active_at=now)
+        _TURN_HEARTBEAT.run(cursor, where=[turn_id], heartbeat_at=now)
+
+
+def _message_store(
+    cursor: CursorWrapper,
+    *,
+    session_id: uuid.UUID,
+    turn_id: uuid.UUID,
+    role: str,
+    content: list[dict[str, Any]],
+    now: datetime.datetime,
+) -> int:
+    """A complete message and its search entry (when it holds words people search for); its id."""
+    message_id: int = _MESSAGE_NEW.run(
+        cursor, session_id=session_id, turn_id=turn_id, role=role, content=content, created_at=now
+    )
+    entry = message_entry(
+        session_id=session_id,
+        turn_id=turn_id,
+        message_id=message_id,
+        role=role,
+        kind=Message.Kind.MESSAGE,
+        content=content,
+        created_at=now,
+    )
+    if entry is not None:
+        _SEARCH_ENTRY_NEW.run(cursor, **entry)
+    return message_id
 
 
 def turn_heartbeat(*, turn_id: uuid.UUID) -> None:
@@ -359,8 +434,9 @@ def turn_progress(
     tool calls it asks for: one write per model call instead of two or more. Returns the rows' ids.
     """
     now = timezone.now()
-    with transaction.atomic():
+    with transaction.atomic(), connection.cursor() as cursor:
         _model_answer_store(
+            cursor,
             turn_id=turn_id,
             session_id=session_id,
             message=message,
@@ -368,13 +444,19 @@ def turn_progress(
             context_window=context_window,
             now=now,
         )
-        Turn.objects.filter(pk=turn_id).update(
-            iterations=iterations, usage=usage, heartbeat_at=now, **_turn_spend(model=model, usage=usage)
+        _TURN_PROGRESS.run(
+            cursor,
+            where=[turn_id],
+            iterations=iterations,
+            usage=usage,
+            heartbeat_at=now,
+            **_turn_spend(model=model, usage=usage),
         )
-        return [activity_start(**call) for call in calls]
+        return [_activity_create(cursor, state=Activity.State.STARTED, **call) for call in calls]
 
 
 def _model_answer_store(
+    cursor: CursorWrapper,
     *,
     turn_id: uuid.UUID,
     session_id: uuid.UUID | None,
@@ -384,16 +466,21 @@ def _model_answer_store(
     now: datetime.datetime,
 ) -> None:
     """A model call's message (with `session_id`), and the session's context in use now."""
-    if message and session_id is not None:
-        stored = Message.objects.create(
-            session_id=session_id, turn_id=turn_id, role=Message.Role.ASSISTANT, content=message
+    if session_id is None:
+        return
+    if message:
+        _message_store(
+            cursor, session_id=session_id, turn_id=turn_id, role=Message.Role.ASSISTANT, content=message, now=now
         )
-        search_index_message(stored)
-    session: dict[str, Any] = {"last_active_at": now} if message else {}
-    if context_tokens is not None:
-        session.update(context_tokens=context_tokens, context_window=context_window or 0)
-    if session_id is not None and session:
-        AgentSession.objects.filter(pk=session_id).update(**session)
+    if context_tokens is None:
+        if message:
+            _SESSION_ACTIVE.run(cursor, where=[session_id], last_active_at=now)
+        return
+    context = {"context_tokens": context_tokens, "context_window": context_window or 0}
+    if message:
+        _SESSION_ACTIVE_CONTEXT.run(cursor, where=[session_id], last_active_at=now, **context)
+    else:
+        _SESSION_CONTEXT.run(cursor, where=[session_id], **context)
 
 
 @dataclass(frozen=True)
@@ -421,9 +508,10 @@ def turn_finish(
     """End the turn; with `last`, its last model call's message is stored in the same transaction
     (a call that asked for no tool is the turn's last: one write instead of two)."""
     now = timezone.now()
-    with transaction.atomic():
+    with transaction.atomic(), connection.cursor() as cursor:
         if last is not None:
             _model_answer_store(
+                cursor,
                 turn_id=turn_id,
                 session_id=last.session_id,
                 message=last.message,
@@ -433,7 +521,9 @@ def turn_finish(
             )
         # Only a running turn: one already interrupted by another process (which took this process
         # for dead) keeps that status, which is what its session was told.
-        Turn.objects.filter(pk=turn_id, status=Turn.Status.RUNNING).update(
+        _TURN_END.run(
+            cursor,
+            where=[turn_id, Turn.Status.RUNNING],
             status=status,
             stop_reason=stop_reason,
             iterations=iterations,
@@ -460,7 +550,41 @@ def activity_start(
     Written first so that a crash mid-call leaves a trace: the row says the call went out, and the
     session's next turn can tell the model its outcome is unknown instead of "not run".
     """
-    return _activity_create(
+    with transaction.atomic(), connection.cursor() as cursor:
+        return _activity_create(
+            cursor,
+            correlation_id=correlation_id,
+            session_id=session_id,
+            actor=actor,
+            tool_use_id=tool_use_id,
+            server=server,
+            tool=tool,
+            arguments=arguments,
+            state=Activity.State.STARTED,
+            started_at=started_at,
+        )
+
+
+def _activity_create(
+    cursor: CursorWrapper,
+    *,
+    correlation_id: uuid.UUID,
+    session_id: uuid.UUID | None,
+    actor: str,
+    tool_use_id: str,
+    server: str,
+    tool: str,
+    arguments: dict[str, Any],
+    state: str,
+    started_at: datetime.datetime,
+    result: dict[str, Any] | None = None,
+    is_error: bool = False,
+    duration_ms: int = 0,
+) -> int:
+    """A ledger row and its search entry, inside the caller's transaction; the row's id."""
+    result = result if result is not None else {}
+    activity_id: int = _ACTIVITY_NEW.run(
+        cursor,
         correlation_id=correlation_id,
         session_id=session_id,
         actor=actor,
@@ -468,28 +592,50 @@ def activity_start(
         server=server,
         tool=tool,
         arguments=arguments,
-        state=Activity.State.STARTED,
+        result=result,
+        state=state,
+        is_error=is_error,
+        duration_ms=duration_ms,
         started_at=started_at,
-    ).pk
-
-
-def _activity_create(**fields: Any) -> Activity:
-    """A ledger row and its search entry, written together (inside a caller's transaction, as part
-    of it: no savepoint, since nothing in between catches an error to carry on)."""
-    with transaction.atomic(savepoint=False):
-        row = Activity.objects.create(**fields)
-        search_index_tool_call(row)
-    return row
+    )
+    entry = activity_entry(
+        activity_id=activity_id,
+        session_id=session_id,
+        correlation_id=correlation_id,
+        server=server,
+        tool=tool,
+        tool_use_id=tool_use_id,
+        arguments=arguments,
+        result=result,
+        started_at=started_at,
+    )
+    if entry is not None:
+        _SEARCH_ENTRY_NEW.run(cursor, **entry)
+    return activity_id
 
 
 def activity_finish(*, activity_id: int, state: str, result: dict[str, Any], is_error: bool, duration_ms: int) -> None:
-    """Complete a `started` row: `ok`/`error` (the tool answered) or `unknown` (cut off in flight).
-    Inside a caller's transaction (`message_append`), part of it: no savepoint."""
-    with transaction.atomic(savepoint=False):
-        Activity.objects.filter(pk=activity_id).update(
-            state=state, result=result, is_error=is_error, duration_ms=duration_ms
+    """Complete a `started` row: `ok`/`error` (the tool answered) or `unknown` (cut off in flight)."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        end = ActivityEnd(
+            activity_id=activity_id, state=state, result=result, is_error=is_error, duration_ms=duration_ms
         )
-        search_index_tool_result(activity_id=activity_id, result=result)
+        _activity_end(cursor, end)
+
+
+def _activity_end(cursor: CursorWrapper, end: ActivityEnd) -> None:
+    """A ledger row's outcome, and its result added to the row's search entry, in the caller's transaction."""
+    _ACTIVITY_END.run(
+        cursor,
+        where=[end.activity_id],
+        state=end.state,
+        result=end.result,
+        is_error=end.is_error,
+        duration_ms=end.duration_ms,
+    )
+    addition = search_result_addition(end.result)
+    if addition:
+        _SEARCH_RESULT_ADD.run(cursor, where=[end.activity_id], text=addition)
 
 
 def activity_record(
@@ -505,22 +651,24 @@ def activity_record(
     is_error: bool,
     duration_ms: int,
     started_at: datetime.datetime,
-) -> Activity:
-    """A finished call's row in one write, for an exchange recorded after the fact (`a2a talk`)."""
-    return _activity_create(
-        correlation_id=correlation_id,
-        session_id=session_id,
-        actor=actor,
-        tool_use_id=tool_use_id,
-        server=server,
-        tool=tool,
-        arguments=arguments,
-        result=result,
-        state=Activity.State.ERROR if is_error else Activity.State.OK,
-        is_error=is_error,
-        duration_ms=duration_ms,
-        started_at=started_at,
-    )
+) -> int:
+    """A finished call's row in one write, for an exchange recorded after the fact (`a2a talk`); its id."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        return _activity_create(
+            cursor,
+            correlation_id=correlation_id,
+            session_id=session_id,
+            actor=actor,
+            tool_use_id=tool_use_id,
+            server=server,
+            tool=tool,
+            arguments=arguments,
+            result=result,
+            state=Activity.State.ERROR if is_error else Activity.State.OK,
+            is_error=is_error,
+            duration_ms=duration_ms,
+            started_at=started_at,
+        )
 
 
 def tool_catalog_save(*, server: str, target: str, tools: list[dict[str, Any]]) -> None:

@@ -8,12 +8,10 @@ so content can never pose as a highlight.
 
 from __future__ import annotations
 
+import datetime
 import json
 from collections.abc import Iterable, Iterator
 from typing import Any
-
-from django.db.models import F, Value
-from django.db.models.functions import Concat
 
 from agent.models import Activity, AgentSession, Message, SearchEntry
 from agent.redaction import redact
@@ -78,24 +76,73 @@ def _json_text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
-def search_index_message(message: Message) -> None:
-    """Index a stored question or answer (a message holding only tool results adds nothing)."""
-    for entry in search_entries_of_messages([message]):
-        entry.save(force_insert=True)
-
-
-def search_index_tool_call(call: Activity) -> None:
-    """Index a ledger row as it is written: its tool and arguments, and its result if it has one."""
-    for entry in search_entries_of_activity([call]):
-        entry.save(force_insert=True)
-
-
-def search_index_tool_result(*, activity_id: int, result: Any) -> None:
-    """Add a finished call's result to its entry: one UPDATE, no read (the text is appended)."""
-    text = tool_result_text(result)
+def message_entry(
+    *,
+    session_id: Any,
+    turn_id: Any,
+    message_id: int,
+    role: str,
+    kind: str,
+    content: Any,
+    created_at: datetime.datetime,
+) -> dict[str, Any] | None:
+    """The search entry of a question or an answer, as `SearchEntry` fields; None when it holds
+    nothing people search for (tool results only, or a summary for the model)."""
+    if kind == Message.Kind.SUMMARY:
+        return None
+    text = message_text(content)
     if not text.strip():
-        return
-    SearchEntry.objects.filter(activity_id=activity_id).update(text=Concat(F("text"), Value("\n" + searchable(text))))
+        return None
+    return {
+        "session_id": session_id,
+        "turn_id": turn_id,
+        "message_id": message_id,
+        "activity_id": None,
+        "kind": SearchEntry.Kind.QUESTION if role == Message.Role.USER else SearchEntry.Kind.ANSWER,
+        "server": "",
+        "tool": "",
+        "tool_use_id": "",
+        "text": searchable(text),
+        "created_at": created_at,
+    }
+
+
+def activity_entry(
+    *,
+    activity_id: int,
+    session_id: Any,
+    correlation_id: Any,
+    server: str,
+    tool: str,
+    tool_use_id: str,
+    arguments: Any,
+    result: Any,
+    started_at: datetime.datetime,
+) -> dict[str, Any] | None:
+    """The search entry of a ledger row (its tool, arguments and any result), as `SearchEntry`
+    fields; None for a call outside any session."""
+    if session_id is None:
+        return None
+    text = tool_call_text(tool=tool, arguments=arguments)
+    result_text = tool_result_text(result)
+    return {
+        "session_id": session_id,
+        "turn_id": correlation_id,
+        "message_id": None,
+        "activity_id": activity_id,
+        "kind": SearchEntry.Kind.TOOL,
+        "server": server,
+        "tool": tool,
+        "tool_use_id": tool_use_id,
+        "text": searchable(f"{text}\n{result_text}" if result_text else text),
+        "created_at": started_at,
+    }
+
+
+def search_result_addition(result: Any) -> str:
+    """What a finished call's result adds at the end of its entry's text ("" when nothing)."""
+    text = tool_result_text(result)
+    return "\n" + searchable(text) if text.strip() else ""
 
 
 # --- rebuilding --------------------------------------------------------------------------------------
@@ -103,38 +150,34 @@ def search_index_tool_result(*, activity_id: int, result: Any) -> None:
 
 def search_entries_of_messages(rows: Iterable[Message]) -> Iterator[SearchEntry]:
     for message in rows:
-        if message.kind == Message.Kind.SUMMARY:
-            continue
-        text = message_text(message.content)
-        if text.strip():
-            kind = SearchEntry.Kind.QUESTION if message.role == Message.Role.USER else SearchEntry.Kind.ANSWER
-            yield SearchEntry(
-                session_id=message.session_id,
-                turn_id=message.turn_id,
-                message_id=message.pk,
-                kind=kind,
-                text=searchable(text),
-                created_at=message.created_at,
-            )
+        entry = message_entry(
+            session_id=message.session_id,
+            turn_id=message.turn_id,
+            message_id=message.pk,
+            role=message.role,
+            kind=message.kind,
+            content=message.content,
+            created_at=message.created_at,
+        )
+        if entry is not None:
+            yield SearchEntry(**entry)
 
 
 def search_entries_of_activity(rows: Iterable[Activity]) -> Iterator[SearchEntry]:
     for call in rows:
-        if call.session_id is None:
-            continue
-        text = tool_call_text(tool=call.tool, arguments=call.arguments)
-        result = tool_result_text(call.result)
-        yield SearchEntry(
-            session_id=call.session_id,
-            turn_id=call.correlation_id,
+        entry = activity_entry(
             activity_id=call.pk,
-            kind=SearchEntry.Kind.TOOL,
+            session_id=call.session_id,
+            correlation_id=call.correlation_id,
             server=call.server,
             tool=call.tool,
             tool_use_id=call.tool_use_id,
-            text=searchable(f"{text}\n{result}" if result else text),
-            created_at=call.started_at,
+            arguments=call.arguments,
+            result=call.result,
+            started_at=call.started_at,
         )
+        if entry is not None:
+            yield SearchEntry(**entry)
 
 
 def search_reindex(*, batch: int = 2000) -> int:
