@@ -10,7 +10,8 @@ process of its own (`bench/fakes_serve.py`), so neither shares an interpreter wi
 
 Printed, per database (SQLite with the in-memory layer, PostgreSQL with Redis):
 - one warm turn: the median of `--turns` alternating turns each side, and their ratio (target ≤ 1.10x);
-- `--concurrency` turns at once: each side's wall, the ratio (target ≤ 1.5x), failures (target 0),
+- `--concurrency` turns at once (`--rounds` batches, each side in turn, and the medians of their
+  ratios): each side's wall, the ratio (target ≤ 1.5x), failures (target 0),
   and the p99 over streams of each stream's longest silence — the longest gap between two events
   it received, counted from the moment it asked (target ≤ 250 ms); then, from Daphne's `/metrics`
   over the batch, how late its event loop ran, how many model calls failed and were retried and how
@@ -240,6 +241,7 @@ async def _measure(
     token: str,
     turns: int,
     concurrency: int,
+    rounds: int,
 ) -> int:
     hermes_url = hermes_urls[0]
     async with minimal_loop(model_url, api_key, mcp_url, token) as minimal, _http(concurrency) as http:
@@ -263,32 +265,44 @@ async def _measure(
             f"-> {hermes_ms / bare_ms:.2f}x (target <= 1.10x)"
         )
         failures = sum(not run.ok for run in bare + hermes)
-
-        _progress(f"minimal loop: {concurrency} turns at once")
-        base = await _batch([minimal.turn(f"at once {i}") for i in range(concurrency)])
-        _progress(f"Hermes: {concurrency} turns at once")
-        inside_before = await _server_metrics(http, hermes_urls)
-        # Spread over the servers in turn, as a proxy balancing requests would.
-        asked = [hermes_turn(http, hermes_urls[i % len(hermes_urls)], f"at once {i}") for i in range(concurrency)]
-        ours = await _batch(asked, pids=hermes_pids)
-        inside = (inside_before, await _server_metrics(http, hermes_urls))
-        servers = "" if len(hermes_urls) == 1 else f", Hermes over {len(hermes_urls)} Daphne processes"
-        print(f"  {concurrency} turns at once (CPU: of the processes doing the turns, per turn{servers}):")
-        print(f"    {'':8} {'wall s':>7} {'p50 s':>6} {'failed':>6} {'silence p99 ms':>15} {'CPU ms':>7}")
-        for name, batch in (("minimal", base), ("Hermes", ours)):
-            cpu = f"{batch.cpu / concurrency * 1000:>7.0f}" if batch.cpu is not None else f"{'-':>7}"
+        ratios: list[tuple[float, float, float]] = []
+        for number in range(rounds):
+            label = f" (round {number + 1} of {rounds})" if rounds > 1 else ""
+            _progress(f"minimal loop: {concurrency} turns at once{label}")
+            base = await _batch([minimal.turn(f"at once {i}") for i in range(concurrency)])
+            _progress(f"Hermes: {concurrency} turns at once{label}")
+            inside_before = await _server_metrics(http, hermes_urls)
+            # Spread over the servers in turn, as a proxy balancing requests would.
+            asked = [hermes_turn(http, hermes_urls[i % len(hermes_urls)], f"at once {i}") for i in range(concurrency)]
+            ours = await _batch(asked, pids=hermes_pids)
+            inside = (inside_before, await _server_metrics(http, hermes_urls))
+            servers = "" if len(hermes_urls) == 1 else f", Hermes over {len(hermes_urls)} Daphne processes"
+            print(f"  {concurrency} turns at once{label} (CPU: of the processes doing the turns, per turn{servers}):")
+            print(f"    {'':8} {'wall s':>7} {'p50 s':>6} {'failed':>6} {'silence p99 ms':>15} {'CPU ms':>7}")
+            for name, batch in (("minimal", base), ("Hermes", ours)):
+                cpu = f"{batch.cpu / concurrency * 1000:>7.0f}" if batch.cpu is not None else f"{'-':>7}"
+                print(
+                    f"    {name:8} {batch.wall:>7.2f} {batch.median():>6.2f} {len(batch.failed):>6} "
+                    f"{batch.silence_p99() * 1000:>15.0f} {cpu}"
+                )
             print(
-                f"    {name:8} {batch.wall:>7.2f} {batch.median():>6.2f} {len(batch.failed):>6} "
-                f"{batch.silence_p99() * 1000:>15.0f} {cpu}"
+                f"    wall ratio {ours.wall / base.wall:.2f}x (target <= 1.5x), Hermes failures {len(ours.failed)} "
+                f"(target 0), Hermes silence p99 {ours.silence_p99() * 1000:.0f} ms (target <= 250 ms)"
             )
-        print(
-            f"    wall ratio {ours.wall / base.wall:.2f}x (target <= 1.5x), Hermes failures {len(ours.failed)} "
-            f"(target 0), Hermes silence p99 {ours.silence_p99() * 1000:.0f} ms (target <= 250 ms)"
-        )
-        for problem in sorted({run.problem for run in ours.failed + base.failed})[:5]:
-            print(f"    failed: {problem}")
-        _print_inside(*inside, wall=ours.wall)
-        return failures + len(ours.failed) + len(base.failed)
+            for problem in sorted({run.problem for run in ours.failed + base.failed})[:5]:
+                print(f"    failed: {problem}")
+            _print_inside(*inside, wall=ours.wall)
+            failures += len(ours.failed) + len(base.failed)
+            cpu_ratio = ours.cpu / base.cpu if ours.cpu and base.cpu else float("nan")
+            ratios.append((ours.wall / base.wall, cpu_ratio, ours.silence_p99() / base.silence_p99()))
+        if rounds > 1:
+            walls, cpus, silences = (sorted(column) for column in zip(*ratios, strict=True))
+            print(
+                f"  over {rounds} rounds, median (range): wall ratio {statistics.median(walls):.2f}x "
+                f"({walls[0]:.2f}-{walls[-1]:.2f}x), CPU per turn ratio {statistics.median(cpus):.2f}x "
+                f"({cpus[0]:.2f}-{cpus[-1]:.2f}x), silence p99 ratio {statistics.median(silences):.2f}x"
+            )
+        return failures
 
 
 async def _server_metrics(http: httpx2.AsyncClient, urls: list[str]) -> Scrape:
@@ -432,6 +446,7 @@ def _run_on(backend: str, args: argparse.Namespace, directory: Path) -> int:
                             token=oikos["token"],
                             turns=args.turns,
                             concurrency=args.concurrency,
+                            rounds=args.rounds,
                         )
                     )
         finally:
@@ -443,6 +458,13 @@ def main() -> None:
     parser.add_argument("--on", choices=("sqlite", "postgres", "both"), default="sqlite")
     parser.add_argument("--turns", type=int, default=9, help="warm turns each side, alternating")
     parser.add_argument("--concurrency", type=int, default=200)
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="batches of --concurrency turns at once, each side in turn; with more than one, the medians "
+        "of the ratios are printed too (a shared machine's load moves single batches by 0.1-0.2x)",
+    )
     parser.add_argument(
         "--servers",
         type=int,
@@ -460,6 +482,8 @@ def main() -> None:
         and os.environ.get("REDIS_URL", "").startswith("redis")
     ):
         sys.exit("--on postgres runs Hermes as deployed for scale-out: set DATABASE_URL=postgres://... and REDIS_URL")
+    if args.rounds < 1:
+        sys.exit("--rounds N: at least 1")
     if args.servers < 1 or (args.servers > 1 and backends != ["postgres"]):
         sys.exit("--servers N: at least 1, and more than 1 only --on postgres (SQLite is one process's database)")
     directory = Path(tempfile.mkdtemp(prefix="hermes-versus-"))

@@ -9,11 +9,22 @@ collector's CPU went from 3.3 s to 2.1 s with the start-up heap frozen (README, 
 So a process starts with the collector off (`startup_begin`), and once it is set up
 (`startup_end`) the objects it holds are moved out of the collector's sight with `gc.freeze()`
 (they are never freed anyway) and collection resumes for what comes after.
+
+It resumes less often than Python's default: a young collection once 10,000 more container objects
+were made than freed, not 700. A turn makes many short-lived objects (the SDKs' models of every
+streamed event, requests, rows), nearly all freed by reference counting; collecting every 700 only
+walked them while they lived, and pushed the rest on to the older generations, whose full
+collections then walked the whole heap. Under three batches of 200 turns at once (SQLite), the
+collector's CPU fell from 2.0 s to 0.8 s (3.3 to 1.4 ms a turn), its full collections from 12
+(60-85 ms pauses of the event loop each) to none, and the server's peak RSS rose from 236 to 274 MB.
 """
 
 from __future__ import annotations
 
 import gc
+
+# Allocations (of container objects, net of frees) between two collections of the young generation.
+YOUNG_GENERATION_THRESHOLD = 10_000
 
 
 def startup_begin() -> None:
@@ -22,6 +33,9 @@ def startup_begin() -> None:
 
 
 def startup_end() -> None:
-    """What the process holds now is kept out of every later collection; collection resumes."""
+    """What the process holds now is kept out of every later collection; collection resumes, its
+    young generation collected every `YOUNG_GENERATION_THRESHOLD` allocations."""
     gc.freeze()
+    _young, middle, old = gc.get_threshold()
+    gc.set_threshold(YOUNG_GENERATION_THRESHOLD, middle, old)
     gc.enable()
