@@ -99,6 +99,13 @@ class LiveTurn:
         self.listened = True
         self.listened_seen_at = asyncio.get_running_loop().time()
 
+    def listeners_seen(self, listened: bool, *, asked_at: float) -> None:
+        """What a look at the session's group asked at `asked_at` found: kept unless someone asked
+        for the turn meanwhile (that page joined before asking, maybe after the look)."""
+        if self.listened_seen_at is None or self.listened_seen_at < asked_at:
+            self.listened = listened
+            self.listened_seen_at = asked_at
+
     def record(self, event: dict[str, Any]) -> None:
         last = self.log[-1] if self.log else None
         streamed = event["type"] in ("text", "thinking")
@@ -138,6 +145,8 @@ class TurnRegistry:
         self._control_task: asyncio.Task[None] | None = None
         # The event loop keeps only weak references to tasks.
         self._tasks: set[asyncio.Task[None]] = set()
+        # On Redis: looks again, for every turn at once, at who listens to their sessions.
+        self._listeners_task: asyncio.Task[None] | None = None
 
     # --- starting and stopping -------------------------------------------------------------------
 
@@ -212,6 +221,8 @@ class TurnRegistry:
             live.handle.cancel()
         for live in list(self.turns.values()):
             await asyncio.gather(live.handle.wait(), return_exceptions=True)
+        if self._listeners_task is not None:
+            self._listeners_task.cancel()
         tasks = [task for task in self._tasks if task is not self._control_task]
         await asyncio.gather(*tasks, return_exceptions=True)
         if self._control_task is not None:
@@ -329,19 +340,37 @@ class TurnRegistry:
         channels' `group_send` first sweeps every group for expired members, and each running turn
         has a group of its own, so each event would cost O(running turns)). Redis: a group send to
         an empty group still costs two round trips (its expiry sweep and member read), 8% of a busy
-        server's GIL time at 200 turns at once, so the turn looks (one ZCOUNT) at most every
-        `LISTENERS_RECHECK_SECONDS`. Nobody who joins meanwhile misses anything: a control room
-        or a follower in another process joins the group and then asks the owner for the turn
-        (`turn.state.request`, `turn.replay.request`), and that request marks the turn listened
-        before its answer goes out (`LiveTurn.listener_asked`); one that never asks hears the turn
-        within the recheck.
+        server's GIL time at 200 turns at once, so the turn looks (one ZCOUNT) once as it starts,
+        and the registry looks again for all its turns together every `LISTENERS_RECHECK_SECONDS`
+        (`_listeners_recheck`: one round trip, not one a turn). Nobody who joins meanwhile misses
+        anything: a control room or a follower in another process joins the group and then asks
+        the owner for the turn (`turn.state.request`, `turn.replay.request`), and that request
+        marks the turn listened before its answer goes out (`LiveTurn.listener_asked`); one that
+        never asks hears the turn within the recheck.
         """
-        exact = _local_groups(self.layer) is not None
-        now = asyncio.get_running_loop().time()
-        if exact or live.listened_seen_at is None or now - live.listened_seen_at >= LISTENERS_RECHECK_SECONDS:
-            live.listened = await _group_listened(self.layer, group)
-            live.listened_seen_at = now
+        groups = _local_groups(self.layer)
+        if groups is not None:
+            return bool(groups.get(group))
+        if live.listened_seen_at is None:
+            asked_at = asyncio.get_running_loop().time()
+            live.listeners_seen(await _group_listened(self.layer, group), asked_at=asked_at)
+            if self._listeners_task is None or self._listeners_task.done():
+                self._listeners_task = self._spawn(self._listeners_recheck())
         return live.listened
+
+    async def _listeners_recheck(self) -> None:
+        """While turns run here, look every `LISTENERS_RECHECK_SECONDS` at who listens to each of
+        their sessions' groups: one pipelined round trip per Redis shard for all of them."""
+        loop = asyncio.get_running_loop()
+        while self.turns:
+            await asyncio.sleep(LISTENERS_RECHECK_SECONDS)
+            lives = [live for live in self.turns.values() if live.listened_seen_at is not None]
+            if not lives:
+                continue
+            asked_at = loop.time()
+            listened = await _groups_listened(self.layer, {session_group(live.handle.session_id) for live in lives})
+            for live in lives:
+                live.listeners_seen(listened[session_group(live.handle.session_id)], asked_at=asked_at)
 
     async def _replays_answer(self, live: LiveTurn, *, final: bool = False) -> None:
         """Send `turn.replay` to every waiting follower whose `after` is now published."""
@@ -444,29 +473,44 @@ def _local_groups(layer: BaseChannelLayer) -> dict[str, Any] | None:
 
 
 async def _group_listened(layer: BaseChannelLayer, group: str) -> bool:
-    """Whether any channel is in `group` now; True when the layer cannot tell (then it is sent to).
+    """Whether any channel is in `group` now; True when the layer cannot tell (then it is sent to)."""
+    return (await _groups_listened(layer, {group}))[group]
+
+
+async def _groups_listened(layer: BaseChannelLayer, groups: set[str]) -> dict[str, bool]:
+    """Whether any channel is in each of `groups` now; True where the layer cannot tell.
 
     The in-memory layer keeps its groups in a dict; channels-redis in a sorted set per group, scored
-    by when each channel joined (entries older than `group_expiry` no longer count): one ZCOUNT.
+    by when each channel joined (entries older than `group_expiry` no longer count): one ZCOUNT
+    each, pipelined, one round trip per shard the groups live on.
     """
-    groups = _local_groups(layer)
-    if groups is not None:
-        return bool(groups.get(group))
+    local = _local_groups(layer)
+    if local is not None:
+        return {group: bool(local.get(group)) for group in groups}
     # By the class's lineage, not `isinstance`: importing channels-redis (and redis-py) where the
     # layer is not Redis would slow every start-up (`manage.py ask`).
-    if any(
+    if not any(
         cls.__module__ == "channels_redis.core" and cls.__name__ == "RedisChannelLayer" for cls in type(layer).__mro__
     ):
-        redis_layer: Any = layer
+        return dict.fromkeys(groups, True)
+    redis_layer: Any = layer
+    since = int(time.time()) - redis_layer.group_expiry
+    by_shard: dict[int, list[str]] = {}
+    for group in groups:
+        by_shard.setdefault(redis_layer.consistent_hash(group), []).append(group)
+    listened: dict[str, bool] = {}
+    for shard, members in by_shard.items():
         try:
-            connection = redis_layer.connection(redis_layer.consistent_hash(group))
-            since = int(time.time()) - redis_layer.group_expiry
-            return int(await connection.zcount(redis_layer._group_key(group), since, "+inf")) > 0
+            async with redis_layer.connection(shard).pipeline(transaction=False) as pipe:
+                for group in members:
+                    pipe.zcount(redis_layer._group_key(group), since, "+inf")
+                counts = await pipe.execute()
         except asyncio.CancelledError:
             raise
         except Exception:
-            return True  # cannot tell: send, and let `_quietly` report a layer that is down
-    return True
+            counts = [1] * len(members)  # cannot tell: send, and let `_quietly` report a layer that is down
+        listened.update((group, int(count) > 0) for group, count in zip(members, counts, strict=True))
+    return listened
 
 
 # The `seq` of an end announced for a turn whose owner is gone: past any real one, so listeners

@@ -16,7 +16,7 @@ from pytest_django.fixtures import Settings
 
 from agent.engine.events import Done, TextDelta
 from agent.engine.runner import TurnHandle, turn_start
-from agent.live import LISTENERS_RECHECK_SECONDS, TurnRegistry, session_group
+from agent.live import LISTENERS_RECHECK_SECONDS, LiveTurn, TurnRegistry, session_group
 from agent.models import AgentSession
 from oikos_sim.server import RunningSim
 from tests.fakes import FakeAnthropic, Reply
@@ -354,3 +354,18 @@ async def test_on_redis_a_page_that_joins_without_asking_hears_the_turn_within_a
         assert heard < LISTENERS_RECHECK_SECONDS + 0.5
         assert first["event"]["type"] in ("text", "text_end", "done")
         assert rest[-1]["event"]["status"] == "done"
+
+
+async def test_a_look_at_who_listens_that_a_page_s_request_overtook_does_not_silence_the_turn() -> None:
+    """A look at the session's group sent before a page joined may come back after that page asked
+    for the turn: the turn must go on sending to it, not take the stale look's "nobody"."""
+    live = LiveTurn(handle=TurnHandle(session_id=uuid.uuid4(), turn_id=uuid.uuid4(), session_created=True), start={})
+    loop = asyncio.get_running_loop()
+    looked_at = loop.time()
+    live.listener_asked()  # the page joined, then asked, while the look was on its way
+    live.listeners_seen(False, asked_at=looked_at)
+    assert live.listened
+
+    later = loop.time() + 1
+    live.listeners_seen(False, asked_at=later)  # a look sent after the ask: the page left since
+    assert not live.listened
