@@ -34,11 +34,11 @@ from agent.tools.results import tool_error_record
 TITLE_MAX = 80
 
 # The turn's hot writes (`agent.statements`): columns not named take their fields' defaults.
-_SESSION_NEW = Insert(AgentSession, ["actor", "origin", "title", "model"])
+_SESSION_NEW = Insert(AgentSession, ["actor", "origin", "title", "model", "created_at", "last_active_at"])
 _SESSION_ACTIVE = Update(AgentSession, ["last_active_at"], where=["id"])
 _SESSION_CONTEXT = Update(AgentSession, ["context_tokens", "context_window"], where=["id"])
 _SESSION_ACTIVE_CONTEXT = Update(AgentSession, ["last_active_at", "context_tokens", "context_window"], where=["id"])
-_TURN_NEW = Insert(Turn, ["session_id", "actor", "model", "owner", "heartbeat_at"])
+_TURN_NEW = Insert(Turn, ["session_id", "actor", "model", "owner", "started_at", "heartbeat_at"])
 _TURN_HEARTBEAT = Update(Turn, ["heartbeat_at"], where=["id"])
 _TURN_PROGRESS = Update(Turn, ["iterations", "usage", "heartbeat_at", "tokens_total", "cost_usd"], where=["id"])
 _TURN_END = Update(
@@ -281,7 +281,13 @@ def _turn_begin(
         if session is None:
             chosen = model_choice or ""
             session_pk = _SESSION_NEW.run(
-                cursor, actor=actor, origin=origin, title=session_title_from(text), model=chosen
+                cursor,
+                actor=actor,
+                origin=origin,
+                title=session_title_from(text),
+                model=chosen,
+                created_at=now,
+                last_active_at=now,
             )
         else:
             session_pk = session.pk
@@ -292,7 +298,10 @@ def _turn_begin(
             session.save(update_fields=["title", "model", "last_active_at"])
             chosen = session.model
         used = chosen if chosen and (not models_allowed or chosen in models_allowed) else model
-        turn_pk = _TURN_NEW.run(cursor, session_id=session_pk, actor=actor, model=used, owner=owner, heartbeat_at=now)
+        # The session (when new), the turn and its question share the moment the question arrived.
+        turn_pk = _TURN_NEW.run(
+            cursor, session_id=session_pk, actor=actor, model=used, owner=owner, started_at=now, heartbeat_at=now
+        )
         # Counted as running here before the commit, so a sweep in this process between the commit
         # and the turn's task starting cannot take it for an orphan.
         presence.turn_running_add(turn_pk)
