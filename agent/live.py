@@ -364,13 +364,17 @@ class TurnRegistry:
         loop = asyncio.get_running_loop()
         while self.turns:
             await asyncio.sleep(LISTENERS_RECHECK_SECONDS)
-            lives = [live for live in self.turns.values() if live.listened_seen_at is not None]
-            if not lives:
+            looked = [
+                (live, session_group(live.handle.session_id))
+                for live in self.turns.values()
+                if live.listened_seen_at is not None
+            ]
+            if not looked:
                 continue
             asked_at = loop.time()
-            listened = await _groups_listened(self.layer, {session_group(live.handle.session_id) for live in lives})
-            for live in lives:
-                live.listeners_seen(listened[session_group(live.handle.session_id)], asked_at=asked_at)
+            listened = await _groups_listened(self.layer, {group for _live, group in looked})
+            for live, group in looked:
+                live.listeners_seen(listened[group], asked_at=asked_at)
 
     async def _replays_answer(self, live: LiveTurn, *, final: bool = False) -> None:
         """Send `turn.replay` to every waiting follower whose `after` is now published."""

@@ -463,7 +463,7 @@ def main() -> None:
         type=int,
         default=1,
         help="batches of --concurrency turns at once, each side in turn; with more than one, the medians "
-        "of the ratios are printed too (a shared machine's load moves single batches by 0.1-0.2x)",
+        "of the ratios are printed too (a shared machine's load moves single batches by 0.1-0.3x)",
     )
     parser.add_argument(
         "--servers",

@@ -14,8 +14,7 @@ It takes exactly Daphne's command line. What it adds:
   of its sight (`hermes_site.collector`).
 - Its event loop's lag is sampled for `/metrics` (`hermes_event_loop_lag_seconds`).
 - Twisted's asyncio reactor runs on uvloop's event loop unless `HERMES_EVENT_LOOP=asyncio`: under
-  200 turns at once the standard loop's own Python code was a sixth of the server's time
-  (README, Performance).
+  200 turns at once the standard loop's own Python code was a sixth of the server's time.
 """
 
 from __future__ import annotations

@@ -166,9 +166,9 @@ if _database_url:
             "timeout": HERMES_DB_POOL_TIMEOUT,
         }
         # Parameters travel apart from the statement (psycopg 3's own way) instead of being quoted
-        # into it by psycopg in Python, which cost ~3 ms of a turn's CPU under 200 turns at once
-        # (README, Performance). Prepared statements stay off (Django's default), so a transaction
-        # pooler such as PgBouncer still works in front of PostgreSQL.
+        # into it by psycopg in Python, which cost ~3 ms of a turn's CPU under 200 turns at once.
+        # Prepared statements stay off (Django's default), so a transaction pooler such as
+        # PgBouncer still works in front of PostgreSQL.
         DATABASES["default"]["OPTIONS"]["server_side_binding"] = True
 else:
     DATA_DIR.mkdir(parents=True, exist_ok=True)
