@@ -157,12 +157,13 @@ class MatrixBridge:
         return response
 
     async def aclose(self) -> None:
-        """Wait for the answers being written (their turns ended or were interrupted), close the HTTP session.
+        """Wait for the answers and card edits being written (turns end or are interrupted), close the HTTP session.
 
         No logout: the access token is the operator's to revoke, and the next start uses it again.
         """
         if self.answers:
             await asyncio.gather(*self.answers, return_exceptions=True)
+        await self.cards.edits.idle()
         await self.client.close()
 
     async def _rooms_join(self) -> None:
