@@ -41,8 +41,9 @@ def is_own_join(event: dict[str, Any], user_id: str) -> bool:
     content = event.get("content") or {}
     if not isinstance(content, dict) or content.get("membership") != "join":
         return False
+    # Where the membership was before: `unsigned` in current event formats, top level in older ones.
     unsigned = event.get("unsigned") or {}
-    previous = unsigned.get("prev_content") if isinstance(unsigned, dict) else None
+    previous = (unsigned.get("prev_content") if isinstance(unsigned, dict) else None) or event.get("prev_content")
     return not (isinstance(previous, dict) and previous.get("membership") == "join")
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
+from typing import Any
 
 import pytest
 from channels.db import database_sync_to_async
@@ -14,6 +15,7 @@ from pytest_django.fixtures import Settings
 
 from agent.models import Turn
 from matrix.models import MatrixEvent
+from matrix.timeline import cut_at_join
 from oikos_sim.server import RunningSim
 from tests.fakes import FakeAnthropic
 from tests.fakes.scripted_models import ExecutionRequester
@@ -97,3 +99,27 @@ async def test_a_room_first_joined_at_a_restart_answers_nothing_written_before_i
             MatrixEvent.objects.exclude(outcome="before_join").values_list("event_id", flat=True)
         )
     )
+
+
+def _member(user_id: str, membership: str, previous: str | None) -> dict[str, Any]:
+    """A membership event as Synapse's sync serves it (the former content under `unsigned`)."""
+    unsigned: dict[str, Any] = {"age": 834, "membership": "join"}
+    if previous:
+        unsigned["prev_content"] = {"displayname": "hermes", "membership": previous}
+    content = {"displayname": "Hermes (on call)", "membership": membership}
+    return {"type": "m.room.member", "state_key": user_id, "sender": user_id, "content": content, "unsigned": unsigned}
+
+
+def test_only_the_bots_own_joining_cuts_a_timeline_not_a_profile_change_nor_someone_elses_join() -> None:
+    bot = "@hermes:hermes.test"
+    question = {"type": "m.room.message", "sender": "@alice:hermes.test", "content": {"body": "hermes: restart caddy"}}
+    renamed = _member(bot, "join", previous="join")
+    bob_joined = _member("@bob:hermes.test", "join", previous=None)
+    assert cut_at_join([question, renamed, bob_joined], bot) is None  # nothing to cut: all of it is handled
+
+    invited_then_joined = _member(bot, "join", previous="invite")
+    later = {"type": "m.room.message", "sender": "@alice:hermes.test", "content": {"body": "hermes: and now?"}}
+    cut = cut_at_join([question, invited_then_joined, renamed, later], bot)
+    assert cut is not None
+    assert cut.before_join == [question, invited_then_joined]
+    assert cut.events == [renamed, later]
