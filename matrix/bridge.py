@@ -20,7 +20,9 @@ thread of `HERMES_MATRIX_ESCALATION_ROOM`; replies there continue the investigat
 Restarts: each event is claimed in the database before it is acted on (`MatrixEvent`), and the
 sync position is stored after each batch (`MatrixSync`). A restarted bridge resumes from that
 position: what was sent while it was down is answered, nothing is answered twice. The very first
-start stores the position without acting on the room's history.
+start stores the position without acting on the room's history, and so does a room joined later
+(an invite while running): what was written there before the bot's join is recorded, never
+answered (matrix/timeline.py).
 
 Encrypted rooms are refused: the bridge cannot read them, and says so in its log (and `doctor`).
 """
@@ -37,7 +39,7 @@ from typing import Any
 
 from aiohttp import ClientError
 from channels.db import database_sync_to_async
-from nio import AsyncClient, AsyncClientConfig, JoinError, RoomMessagesResponse, SyncError, SyncResponse
+from nio import AsyncClient, AsyncClientConfig, JoinError, SyncError, SyncResponse
 
 from agent.engine.events import Approval
 from agent.engine.runner import TurnRejected, turn_start
@@ -52,6 +54,7 @@ from matrix.models import MatrixEvent
 from matrix.render import escalation_content, in_thread
 from matrix.sender import MatrixSendError, RoomSender
 from matrix.services import ThreadRef
+from matrix.timeline import room_timeline
 
 logger = logging.getLogger(__name__)
 
@@ -60,8 +63,6 @@ SYNC_TIMEOUT_MS = 30_000
 RETRY_FIRST_SECONDS = 1.0
 RETRY_MAX_SECONDS = 30.0
 ESCALATION_POLL_SECONDS = 5.0
-# At most this many events are fetched to fill the gap of a limited sync (a long downtime).
-GAP_MAX_EVENTS = 1000
 APPROVE = {"✅", "✔️", "👍"}
 DENY = {"❌", "✖️", "👎"}
 APPROVE_WORDS = {"approve", "approved", "yes, approve"}
@@ -156,12 +157,13 @@ class MatrixBridge:
         return response
 
     async def aclose(self) -> None:
-        """Wait for the answers being written (their turns ended or were interrupted), close the HTTP session.
+        """Wait for the answers and card edits being written (turns end or are interrupted), close the HTTP session.
 
         No logout: the access token is the operator's to revoke, and the next start uses it again.
         """
         if self.answers:
             await asyncio.gather(*self.answers, return_exceptions=True)
+        await self.cards.edits.idle()
         await self.client.close()
 
     async def _rooms_join(self) -> None:
@@ -188,36 +190,28 @@ class MatrixBridge:
                 continue
             if self._encrypted(room_id):
                 continue
-            events = [getattr(event, "source", None) for event in room.timeline.events]
-            if room.timeline.limited and room.timeline.prev_batch:
-                # More happened since `since` than a sync carries (a long restart): the gap is
-                # fetched, so no question sent while the bridge was down is missed.
-                events = await self._gap(room_id, start=room.timeline.prev_batch, end=since) + events
-            for source in events:
-                if isinstance(source, dict) and source.get("sender") != self.config.user_id:
+            timeline = await room_timeline(
+                self.client,
+                room_id=room_id,
+                user_id=self.config.user_id,
+                events=[e.source for e in room.timeline.events if isinstance(getattr(e, "source", None), dict)],
+                limited=room.timeline.limited,
+                prev_batch=room.timeline.prev_batch,
+                since=since,
+            )
+            if timeline.before_join:
+                recorded = await database_sync_to_async(services.events_before_join_record)(
+                    room_id=room_id, events=timeline.before_join, bot_user_id=self.config.user_id
+                )
+                logger.info("Joined %s: %d earlier events recorded, not answered", room_id, recorded)
+            for source in timeline.events:
+                if source.get("sender") != self.config.user_id:
                     try:
                         await self.event_handle(room_id, source)
                     except MatrixSendError as exc:
                         logger.warning("Could not answer %s in %s: %s", source.get("event_id"), room_id, exc)
                     except Exception:  # the bridge must outlive any one bad event (it stays claimed)
                         logger.exception("Handling %s in %s failed", source.get("event_id"), room_id)
-
-    async def _gap(self, room_id: str, *, start: str, end: str) -> list[dict[str, Any]]:
-        """The room's events between the sync position `end` and a limited timeline's `start`, oldest first."""
-        found: list[dict[str, Any]] = []
-        token: str | None = start
-        while token and len(found) < GAP_MAX_EVENTS:
-            page = await self.client.room_messages(room_id, start=token, end=end, limit=100)
-            if not isinstance(page, RoomMessagesResponse) or not page.chunk:
-                break
-            found.extend(event.source for event in page.chunk)
-            token = page.end
-        if len(found) >= GAP_MAX_EVENTS:
-            logger.warning(
-                "More than %d events in %s while the bridge was away: the oldest are left", GAP_MAX_EVENTS, room_id
-            )
-        found.reverse()
-        return found
 
     def _encrypted(self, room_id: str) -> bool:
         room = self.client.rooms.get(room_id)

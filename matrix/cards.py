@@ -6,7 +6,8 @@ user is mapped to, and is recorded in Hermes like a decision taken in the contro
 one decision wins in Oikos; a late one hears who decided). The card follows Oikos's event
 stream: a decision taken elsewhere (the control room) and each step of the execution edit it.
 A card only moves forward (pending → approved/denied → running → completed/failed), whichever of
-the decision's answer and the stream's events arrives first.
+the decision's answer and the stream's events arrives first; its edits are sent one at a time,
+each built from the state when it is sent (matrix/card_sender.py).
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ from controlroom.approvals import approval_decide
 from controlroom.models import ApprovalDecision
 from controlroom.oikos import OikosClient, OikosError, OikosEvent, oikos_config
 from matrix import selectors, services
+from matrix.card_sender import CardSender
 from matrix.models import MatrixApprovalCard
-from matrix.render import card_content, edit_content, in_thread
+from matrix.render import card_content, in_thread
 from matrix.sender import RoomSender
 from matrix.services import ThreadRef
 
@@ -39,6 +41,7 @@ class ApprovalCards:
         self.sender = sender
         # Approvals this bridge is deciding right now: their `approval.decided` event is its own.
         self._deciding: set[str] = set()
+        self.edits = CardSender(sender, deciding=self._deciding.__contains__)
         self.connected = asyncio.Event()
         self.last_event_id = ""
 
@@ -92,21 +95,14 @@ class ApprovalCards:
             return str(result.outcome)
         finally:
             self._deciding.discard(card.approval_id)
+            # A card held back for want of the decider's name is edited now.
+            self.edits.wake(card.approval_id)
 
     async def advance(self, approval_id: str, *, status: str, **fields: Any) -> None:
-        """Move the card forward to `status` (never back) and edit it to say so."""
+        """Move the card forward to `status` (never back) and have it edited to say so."""
         card = await database_sync_to_async(services.card_advance)(approval_id=approval_id, status=status, **fields)
-        if card is None:
-            return
-        content = card_content(
-            request=card.request,
-            approval_id=card.approval_id,
-            status=card.status,
-            decided_by=card.decided_by,
-            via=card.decided_via,
-            detail=card.detail,
-        )
-        await self.sender.send(card.thread.room_id, lambda: edit_content(card.event_id, content))
+        if card is not None:
+            self.edits.update(card)
 
     async def _notice(self, card: MatrixApprovalCard, text: str) -> None:
         thread = card.thread
@@ -154,14 +150,14 @@ class ApprovalCards:
         if not approval_id:
             return
         if event.type == "approval.decided":
-            if approval_id in self._deciding:
-                return  # this bridge's own decision: `decide` edits the card
+            # This bridge's own decision too: the stream may name the decider before the decision's
+            # answer is back, and before the execution starts.
             decision = str(event.data.get("decision") or event.data.get("status") or "")
             await self.advance(
                 approval_id,
                 status=decision,
                 decided_by=str(event.data.get("decided_by") or ""),
-                decided_via="elsewhere",
+                decided_via="matrix" if approval_id in self._deciding else "elsewhere",
             )
         elif event.type in EXECUTION_STATES:
             detail = str(event.data.get("message") or "") if event.type != "execution.started" else ""

@@ -3,6 +3,8 @@
 nio would retry a rate-limited request by itself (sleeping `retry_after_ms`, then sending the
 *same* content again); the bridge turns that off (`max_limit_exceeded=0`) and retries here, so a
 streaming answer's retry carries the newest text instead of a stale one, and every wait is counted.
+A rate limit pauses every send of the bridge, not only the one refused: the homeserver limits the
+bot, not one message, and sends that kept going would only be refused in turn.
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ class RoomSender:
     def __init__(self, client: AsyncClient) -> None:
         self.client = client
         self.stats = SendStats()
+        # The loop time before which nothing is sent (the homeserver's last `retry_after_ms`).
+        self._resume_at = 0.0
 
     async def send(
         self, room_id: str, content: Callable[[], dict[str, Any]], event_type: str = "m.room.message"
@@ -50,7 +54,11 @@ class RoomSender:
         then raised as `MatrixSendError`.
         """
         failures = 0
+        loop = asyncio.get_running_loop()
         while True:
+            pause = self._resume_at - loop.time()
+            if pause > 0:
+                await asyncio.sleep(pause)
             try:
                 response = await self.client.room_send(room_id, event_type, content())
             except (ClientError, OSError, TimeoutError) as exc:  # nio gives up on the first (max_timeouts=0)
@@ -61,8 +69,8 @@ class RoomSender:
             if response.status_code == LIMIT_EXCEEDED:
                 self.stats.rate_limited += 1
                 wait = (response.retry_after_ms or DEFAULT_RETRY_SECONDS * 1000) / 1000
-                logger.info("The homeserver rate-limited the bridge: retrying in %.1f s", wait)
-                await asyncio.sleep(wait)
+                logger.info("The homeserver rate-limited the bridge: every send waits %.1f s", wait)
+                self._resume_at = max(self._resume_at, loop.time() + wait)
                 continue
             failures += 1
             if failures > FAILURE_RETRIES:

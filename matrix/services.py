@@ -47,6 +47,37 @@ def event_claim(*, event_id: str, room_id: str, sender: str, kind: str) -> bool:
     return True
 
 
+BEFORE_JOIN = "before_join"
+# What a room's history could ask of the bridge: questions, stops, decisions.
+ACTIONABLE_TYPES = frozenset({"m.room.message", "m.reaction"})
+
+
+def events_before_join_record(*, room_id: str, events: list[dict[str, Any]], bot_user_id: str) -> int:
+    """Claim the messages and reactions written in a room before the bot joined it, as never answered.
+
+    Claimed like any handled event, so no later batch that carries them again (a replay after a
+    crash, a gap fetched on a restart) can act on them; returns how many were new.
+    """
+    rows = [
+        MatrixEvent(
+            event_id=str(event["event_id"]),
+            room_id=room_id,
+            sender=str(event.get("sender", "")),
+            kind=MatrixEvent.Kind.IGNORED,
+            outcome=BEFORE_JOIN,
+        )
+        for event in events
+        if event.get("type") in ACTIONABLE_TYPES and event.get("event_id") and event.get("sender") != bot_user_id
+    ]
+    if not rows:
+        return 0
+    known = set(
+        MatrixEvent.objects.filter(event_id__in=[row.event_id for row in rows]).values_list("event_id", flat=True)
+    )
+    MatrixEvent.objects.bulk_create([row for row in rows if row.event_id not in known], ignore_conflicts=True)
+    return len(rows) - len(known)
+
+
 def event_outcome_set(*, event_id: str, outcome: str) -> None:
     MatrixEvent.objects.filter(event_id=event_id).update(outcome=outcome)
 

@@ -83,18 +83,7 @@ class Room:
 
     async def messages(self) -> list[Posted]:
         """Every message of the room, oldest first, with edits applied (as a client renders them)."""
-        events: list[dict[str, Any]] = []
-        start: str | None = None
-        while True:
-            response = await self.alice.client.room_messages(
-                self.room_id, start=start, direction=MessageDirection.back, limit=100
-            )
-            assert isinstance(response, RoomMessagesResponse), response
-            events.extend(event.source for event in response.chunk)
-            if not response.chunk or not response.end:
-                break
-            start = response.end
-        events.reverse()
+        events = await self.events()
         posted: dict[str, Posted] = {}
         for event in events:
             if event.get("type") != "m.room.message":
@@ -109,6 +98,32 @@ class Room:
             thread = relation.get("event_id") if relation.get("rel_type") == "m.thread" else None
             posted[event["event_id"]] = Posted(event["event_id"], event["sender"], dict(content), thread)
         return list(posted.values())
+
+    async def edits(self, event_id: str) -> list[str]:
+        """The bodies `event_id`'s edits gave it, in the order they landed in the room."""
+        return [
+            str(event["content"]["m.new_content"].get("body", ""))
+            for event in await self.events()
+            if event.get("type") == "m.room.message"
+            and (event.get("content") or {}).get("m.relates_to", {}).get("rel_type") == "m.replace"
+            and event["content"]["m.relates_to"].get("event_id") == event_id
+        ]
+
+    async def events(self) -> list[dict[str, Any]]:
+        """Every event of the room, oldest first."""
+        events: list[dict[str, Any]] = []
+        start: str | None = None
+        while True:
+            response = await self.alice.client.room_messages(
+                self.room_id, start=start, direction=MessageDirection.back, limit=100
+            )
+            assert isinstance(response, RoomMessagesResponse), response
+            events.extend(event.source for event in response.chunk)
+            if not response.chunk or not response.end:
+                break
+            start = response.end
+        events.reverse()
+        return events
 
     async def show(self, title: str) -> None:
         """Print the room as a phone shows it (edits applied) in the test run's output, captured or not."""
@@ -125,9 +140,11 @@ class Room:
     async def from_bot(self) -> list[Posted]:
         return [message for message in await self.messages() if message.sender == self.bot.user_id]
 
-    async def wait_for(self, check: Callable[[list[Posted]], bool], what: str) -> list[Posted]:
+    async def wait_for(
+        self, check: Callable[[list[Posted]], bool], what: str, *, within: float = WAIT_SECONDS
+    ) -> list[Posted]:
         """The bot's messages once `check` holds for them (a deadline only for failing, never for timing)."""
-        deadline = time.monotonic() + WAIT_SECONDS
+        deadline = time.monotonic() + within
         while True:
             messages = await self.from_bot()
             if check(messages):

@@ -6,7 +6,10 @@ test of a run (it takes seconds to start); each test registers users of its own 
 shared-secret admin API, so tests never see each other's rooms or messages.
 
 Rate limits are set high for the whole server so tests are not throttled by accident; a test that
-wants `M_LIMIT_EXCEEDED` lowers one user's limit with the admin API (`ratelimit_override`).
+wants `M_LIMIT_EXCEEDED` lowers one user's limit with the admin API (`ratelimit_override`, whole
+messages per second only), or starts a homeserver of its own with `stock_rate_limits=True`: Synapse's
+own defaults for everything a room does (0.2 messages per second after a burst of 10), as a
+homeserver an operator installs has them.
 """
 
 from __future__ import annotations
@@ -52,9 +55,22 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _config(directory: Path, port: int, shared_secret: str) -> str:
+def _config(directory: Path, port: int, shared_secret: str, *, stock_rate_limits: bool) -> str:
     # Every rate limit the client API has, set out of reach; bcrypt at its cheapest (tests register many users).
     lenient = "{per_second: 1000, burst_count: 1000}"
+    # Stock: Synapse's defaults stand, except registration (each test registers its own users).
+    limits = (
+        f"rc_registration: {lenient}\n"
+        if stock_rate_limits
+        else f"""rc_message: {lenient}
+rc_registration: {lenient}
+rc_joins: {{local: {lenient}, remote: {lenient}}}
+rc_invites: {{per_room: {lenient}, per_user: {lenient}, per_issuer: {lenient}}}
+rc_login: {{address: {lenient}, account: {lenient}, failed_attempts: {lenient}}}
+rc_admin_redaction: {lenient}
+rc_room_creation: {lenient}
+"""
+    )
     return f"""
 server_name: "{SERVER_NAME}"
 pid_file: "{directory}/homeserver.pid"
@@ -85,21 +101,15 @@ bcrypt_rounds: 4
 presence:
   enabled: false
 url_preview_enabled: false
-rc_message: {lenient}
-rc_registration: {lenient}
-rc_joins: {{local: {lenient}, remote: {lenient}}}
-rc_invites: {{per_room: {lenient}, per_user: {lenient}, per_issuer: {lenient}}}
-rc_login: {{address: {lenient}, account: {lenient}, failed_attempts: {lenient}}}
-rc_admin_redaction: {lenient}
-rc_room_creation: {lenient}
-"""
+{limits}"""
 
 
 class Homeserver:
     """A running Synapse: its URL, and the admin API calls the tests need."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, *, stock_rate_limits: bool = False) -> None:
         self.directory = directory
+        self.stock_rate_limits = stock_rate_limits
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.shared_secret = secrets.token_hex(16)
@@ -110,7 +120,9 @@ class Homeserver:
     def start(self) -> None:
         python = synapse_python()
         config = self.directory / "homeserver.yaml"
-        config.write_text(_config(self.directory, self.port, self.shared_secret))
+        config.write_text(
+            _config(self.directory, self.port, self.shared_secret, stock_rate_limits=self.stock_rate_limits)
+        )
         base = [str(python), "-m", "synapse.app.homeserver", "-c", str(config)]
         env = {key: value for key, value in os.environ.items() if not key.startswith(("DJANGO_", "PYTHON"))}
         subprocess.run([*base, "--generate-keys"], check=True, capture_output=True, env=env, cwd=self.directory)
