@@ -1,4 +1,4 @@
-"""Daily token budgets and what a turn costs.
+"""Daily token budgets: what a turn may spend, and what today's turns have spent.
 
 Two budgets, both per day and both in tokens (input + output + cache read + cache write, what the
 API reports): one for every turn (`HERMES_DAILY_TOKEN_BUDGET`) and one for investigations, the
@@ -24,29 +24,25 @@ budget less its reserve (`HERMES_BUDGET_RESERVE_SHARE`), and a peer also at its 
 `peer:<name>` started today. A peer that is not counted elsewhere (`mcp_serve`) is also held to a
 number of turns per window here.
 
-Prices turn usage into dollars for people to read; they are never what a budget is counted in, so a
-stale price cannot stop Hermes. The bundled prices are Anthropic's list prices (USD per million
-tokens, 5-minute cache writes) as published for 2026-12; `HERMES_MODEL_PRICES` overrides or adds
-models. A model with no known price shows no cost rather than a wrong one.
+Budgets count tokens, never dollars (agent/prices.py), so a stale price cannot stop Hermes.
 """
 
 from __future__ import annotations
 
 import datetime
-import json
 import math
 import zoneinfo
 from dataclasses import dataclass
 from decimal import Decimal
-from functools import cache
 from typing import Any, Literal
 
 from django.conf import settings
-from django.core.exceptions import ImproperlyConfigured
 from django.db import connection
 from django.db.models import Case, F, QuerySet, Sum, When
 from django.db.models.functions import Greatest
 from django.utils import timezone
+
+from agent.models import Turn
 
 BudgetKind = Literal["interactive", "investigation"]
 
@@ -59,88 +55,11 @@ ADMISSION_LOCK_KEY = 0x48_42_55_44_47_54  # "HBUDGT"
 HOLDS_RETRY_SECONDS = 60
 
 USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
-PRICE_FIELDS = ("input", "output", "cache_read", "cache_write")
-MILLION = Decimal(1_000_000)
-
-
-@dataclass(frozen=True)
-class Price:
-    """USD per million tokens of each kind."""
-
-    input: Decimal
-    output: Decimal
-    cache_read: Decimal
-    cache_write: Decimal
-
-
-def _price(input: str, output: str, cache_read: str, cache_write: str) -> Price:
-    return Price(Decimal(input), Decimal(output), Decimal(cache_read), Decimal(cache_write))
-
-
-# Model id prefixes → list price; the longest matching prefix wins, so a dated id
-# (claude-sonnet-4-5-20250929) finds its family. Source: platform.claude.com/docs/en/about-claude/pricing.
-DEFAULT_PRICES: dict[str, Price] = {
-    "claude-fable-5": _price("10", "50", "1", "12.50"),
-    "claude-opus-5": _price("5", "25", "0.50", "6.25"),
-    "claude-opus-4-5": _price("5", "25", "0.50", "6.25"),
-    "claude-opus-4-6": _price("5", "25", "0.50", "6.25"),
-    "claude-opus-4-7": _price("5", "25", "0.50", "6.25"),
-    "claude-opus-4-8": _price("5", "25", "0.50", "6.25"),
-    "claude-opus-4-1": _price("15", "75", "1.50", "18.75"),
-    "claude-opus-4": _price("15", "75", "1.50", "18.75"),
-    "claude-sonnet-5": _price("3", "15", "0.30", "3.75"),
-    "claude-sonnet-4": _price("3", "15", "0.30", "3.75"),
-    "claude-haiku-4": _price("1", "5", "0.10", "1.25"),
-    "claude-3-5-haiku": _price("0.80", "4", "0.08", "1"),
-}
-
-
-@cache
-def model_prices() -> dict[str, Price]:
-    """The bundled prices with `HERMES_MODEL_PRICES` (JSON) laid over them."""
-    prices = dict(DEFAULT_PRICES)
-    raw = settings.HERMES_MODEL_PRICES
-    if not raw:
-        return prices
-    try:
-        overrides = json.loads(raw)
-        if not isinstance(overrides, dict):
-            raise ValueError("not an object")
-        for model, fields in overrides.items():
-            if not isinstance(fields, dict) or set(fields) != set(PRICE_FIELDS):
-                raise ValueError(f"{model!r} needs exactly {', '.join(PRICE_FIELDS)}")
-            prices[model] = Price(**{name: Decimal(str(fields[name])) for name in PRICE_FIELDS})
-    except (ValueError, ArithmeticError) as exc:
-        raise ImproperlyConfigured(
-            'HERMES_MODEL_PRICES must be a JSON object such as {"my-model": {"input": 3, "output": 15, '
-            f'"cache_read": 0.3, "cache_write": 3.75}}: {exc}'
-        ) from None
-    return prices
-
-
-def model_price(model: str) -> Price | None:
-    prices = model_prices()
-    matches = [prefix for prefix in prices if model == prefix or model.startswith(prefix)]
-    return prices[max(matches, key=len)] if matches else None
 
 
 def usage_tokens_total(usage: dict[str, int]) -> int:
     """Every token the API reported for the usage, cached ones included: what budgets count."""
     return sum(int(usage.get(field) or 0) for field in USAGE_FIELDS)
-
-
-def turn_cost(*, model: str, usage: dict[str, int]) -> Decimal | None:
-    """The list price of `usage` on `model` in USD, or None when the model's price is unknown."""
-    price = model_price(model)
-    if price is None:
-        return None
-    cost = (
-        int(usage.get("input_tokens") or 0) * price.input
-        + int(usage.get("output_tokens") or 0) * price.output
-        + int(usage.get("cache_read_input_tokens") or 0) * price.cache_read
-        + int(usage.get("cache_creation_input_tokens") or 0) * price.cache_write
-    ) / MILLION
-    return cost.quantize(Decimal("0.000001"))
 
 
 def budget_day_start(now: datetime.datetime | None = None) -> datetime.datetime:
@@ -176,15 +95,11 @@ class Spend:
 
 
 def _turns_today(start: datetime.datetime) -> QuerySet[Any]:
-    from agent.models import Turn  # the models import this module's pricing
-
     return Turn.objects.filter(started_at__gte=start)
 
 
 def _counted() -> Case:
     """What a turn counts against a budget: while it runs, the larger of its hold and its spend."""
-    from agent.models import Turn
-
     return Case(
         When(status=Turn.Status.RUNNING, then=Greatest(F("tokens_total"), F("tokens_reserved"))),
         default=F("tokens_total"),
@@ -380,8 +295,6 @@ def _admission_lock() -> None:
 
 
 def _rate_check(peer: PeerAllowance) -> None:
-    from agent.models import Turn
-
     assert peer.rate_limit
     now = timezone.now()
     recent = Turn.objects.filter(actor=peer.actor, started_at__gte=now - datetime.timedelta(seconds=peer.window))

@@ -21,10 +21,11 @@ from django.db.models import F
 from django.utils import timezone
 
 from agent import presence
-from agent.budget import Admission, turn_cost, usage_tokens_total
+from agent.budget import Admission, usage_tokens_total
 from agent.engine.context import SUMMARY_HEADER, SessionContext, StoredMessage
 from agent.engine.history import synthetic_tool_results, tool_uses_unanswered
 from agent.models import Activity, AgentSession, Instance, Message, SearchEntry, ToolCatalog, Turn
+from agent.prices import turn_cost
 from agent.search.entries import activity_entry, message_entry, search_result_addition
 from agent.selectors import session_context
 from agent.statements import Insert, Update
