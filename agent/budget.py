@@ -342,4 +342,5 @@ def turn_admit(
     verdict = budget_check(kind=kind, reserve=reserve, peer=peer)
     if not verdict.allowed:
         raise BudgetRefused("budget_exhausted", verdict.message, retry_after=verdict.retry_after)
-    return turn_tokens if verdict.room is None else min(turn_tokens, verdict.room)
+    # Only a rate applies (no budget): there is no room to hold.
+    return 0 if verdict.room is None else min(turn_tokens, verdict.room)
