@@ -10,10 +10,12 @@ import threading
 import pytest
 from asgiref.sync import sync_to_async
 from django.db import connection
+from django.test import Client
 from pytest_django.fixtures import Settings
 
 from agent import services
 from agent.budget import Admission, BudgetRefused, PeerAllowance, spend_today
+from agent.doctor.checks import budget_doctor_check
 from agent.engine.events import Done
 from agent.engine.runner import TurnHandle, TurnRejected, turn_start
 from agent.models import AgentSession, Turn
@@ -157,3 +159,22 @@ class TestReserve:
         handle = await turn_start(text="hello", actor="peer:other", origin="a2a", origin_peer="other", hub=hub)
         await handle.wait()
         assert await Turn.objects.filter(actor="peer:other", status="done").aexists()
+
+
+class TestShown:
+    def test_the_meter_metrics_and_doctor_show_what_running_turns_hold(self, settings: Settings) -> None:
+        settings.HERMES_DAILY_TOKEN_BUDGET = 100_000
+        _spent(10_000)
+        session = AgentSession.objects.create(actor="operator:ana", origin="ui")
+        Turn.objects.create(
+            session=session, actor="operator:ana", status="running", tokens_total=1_000, tokens_reserved=4_000
+        )
+        client = Client()
+
+        meter = client.get("/ui/budget/meter/").content.decode()
+        assert "11,000" in meter and "3,000 more held by turns running now" in meter
+        metrics = client.get("/metrics").content.decode()
+        assert 'hermes_budget_reserved_tokens{kind="all"} 3000.0' in metrics
+        doctor = budget_doctor_check()
+        assert "11,000 of 100,000 tokens spent today, 3,000 more held by running turns" in doctor.detail
+        assert "20,000 kept for operators' questions and critical investigations" in doctor.detail
