@@ -1,4 +1,4 @@
-"""Daily token budgets and what a turn costs.
+"""Daily token budgets: what a turn may spend, and what today's turns have spent.
 
 Two budgets, both per day and both in tokens (input + output + cache read + cache write, what the
 API reports): one for every turn (`HERMES_DAILY_TOKEN_BUDGET`) and one for investigations, the
@@ -7,119 +7,59 @@ sessions Hermes opens itself when Oikos raises a signal (origin `signal`,
 `HERMES_BUDGET_TIMEZONE` (UTC by default), and spend is the tokens of the turns *started* that day —
 a turn running across midnight counts on the day it began, so a day's figure never shrinks.
 
-The check happens before a turn starts and nowhere else: a turn that started under the budget runs
-to its end (its own per-turn budget bounds it), so an answer is never cut off mid-way. The spend can
-therefore overshoot the budget by at most the turns running when it was reached.
+The check happens when a turn starts and nowhere else (`turn_admit`, in the transaction that stores
+the turn): a turn that started under the budget runs to its end, so an answer is never cut off
+mid-way. To keep turns running at once from all starting on the same room, each admitted turn holds
+a reservation (`Turn.tokens_reserved`): its per-turn budget, shrunk to the room left. While it runs
+a turn counts the larger of its hold and what it has spent; once it ends, what it spent. Admissions
+take one lock (a PostgreSQL advisory transaction lock; on SQLite the write lock every transaction
+takes at its start), so of N turns racing for the last room one gets it. The turn's per-turn token
+budget becomes its hold, so the spend passes a ceiling by at most the model call in which each
+running turn reached its hold, and the forced final answer after it.
 
-Prices turn usage into dollars for people to read; they are never what a budget is counted in, so a
-stale price cannot stop Hermes. The bundled prices are Anthropic's list prices (USD per million
-tokens, 5-minute cache writes) as published for 2026-12; `HERMES_MODEL_PRICES` overrides or adds
-models. A model with no known price shows no cost rather than a wrong one.
+Ceilings: operators' questions and investigations of critical signals may spend the whole daily
+budget. Everything else — peers (A2A, `mcp_serve`) and other investigations — stops at the daily
+budget less its reserve (`HERMES_BUDGET_RESERVE_SHARE`), and a peer also at its own share
+(`HERMES_PEER_BUDGET_SHARE`, or `budget_share` in the peers file), counted over the turns its actor
+`peer:<name>` started today. A peer that is not counted elsewhere (`mcp_serve`) is also held to a
+number of turns per window here.
+
+Budgets count tokens, never dollars (agent/prices.py), so a stale price cannot stop Hermes.
 """
 
 from __future__ import annotations
 
 import datetime
-import json
+import math
 import zoneinfo
 from dataclasses import dataclass
 from decimal import Decimal
-from functools import cache
-from typing import Literal
+from typing import Any, Literal
 
 from django.conf import settings
-from django.core.exceptions import ImproperlyConfigured
-from django.db.models import Sum
+from django.db import connection
+from django.db.models import Case, F, QuerySet, Sum, When
+from django.db.models.functions import Greatest
 from django.utils import timezone
+
+from agent.models import Turn
 
 BudgetKind = Literal["interactive", "investigation"]
 
 # The session origin of investigations (sessions Hermes opens itself for an Oikos signal).
 INVESTIGATION_ORIGIN = "signal"
+# Any constant the other advisory locks of Hermes do not use (presence uses per-process keys).
+ADMISSION_LOCK_KEY = 0x48_42_55_44_47_54  # "HBUDGT"
+# What a refusal that only running turns' holds caused tells the caller to wait: they end or shrink
+# to what they spent within a turn's time, and most within a minute.
+HOLDS_RETRY_SECONDS = 60
 
 USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
-PRICE_FIELDS = ("input", "output", "cache_read", "cache_write")
-MILLION = Decimal(1_000_000)
-
-
-@dataclass(frozen=True)
-class Price:
-    """USD per million tokens of each kind."""
-
-    input: Decimal
-    output: Decimal
-    cache_read: Decimal
-    cache_write: Decimal
-
-
-def _price(input: str, output: str, cache_read: str, cache_write: str) -> Price:
-    return Price(Decimal(input), Decimal(output), Decimal(cache_read), Decimal(cache_write))
-
-
-# Model id prefixes → list price; the longest matching prefix wins, so a dated id
-# (claude-sonnet-4-5-20250929) finds its family. Source: platform.claude.com/docs/en/about-claude/pricing.
-DEFAULT_PRICES: dict[str, Price] = {
-    "claude-fable-5": _price("10", "50", "1", "12.50"),
-    "claude-opus-5": _price("5", "25", "0.50", "6.25"),
-    "claude-opus-4-5": _price("5", "25", "0.50", "6.25"),
-    "claude-opus-4-6": _price("5", "25", "0.50", "6.25"),
-    "claude-opus-4-7": _price("5", "25", "0.50", "6.25"),
-    "claude-opus-4-8": _price("5", "25", "0.50", "6.25"),
-    "claude-opus-4-1": _price("15", "75", "1.50", "18.75"),
-    "claude-opus-4": _price("15", "75", "1.50", "18.75"),
-    "claude-sonnet-5": _price("3", "15", "0.30", "3.75"),
-    "claude-sonnet-4": _price("3", "15", "0.30", "3.75"),
-    "claude-haiku-4": _price("1", "5", "0.10", "1.25"),
-    "claude-3-5-haiku": _price("0.80", "4", "0.08", "1"),
-}
-
-
-@cache
-def model_prices() -> dict[str, Price]:
-    """The bundled prices with `HERMES_MODEL_PRICES` (JSON) laid over them."""
-    prices = dict(DEFAULT_PRICES)
-    raw = settings.HERMES_MODEL_PRICES
-    if not raw:
-        return prices
-    try:
-        overrides = json.loads(raw)
-        if not isinstance(overrides, dict):
-            raise ValueError("not an object")
-        for model, fields in overrides.items():
-            if not isinstance(fields, dict) or set(fields) != set(PRICE_FIELDS):
-                raise ValueError(f"{model!r} needs exactly {', '.join(PRICE_FIELDS)}")
-            prices[model] = Price(**{name: Decimal(str(fields[name])) for name in PRICE_FIELDS})
-    except (ValueError, ArithmeticError) as exc:
-        raise ImproperlyConfigured(
-            'HERMES_MODEL_PRICES must be a JSON object such as {"my-model": {"input": 3, "output": 15, '
-            f'"cache_read": 0.3, "cache_write": 3.75}}: {exc}'
-        ) from None
-    return prices
-
-
-def model_price(model: str) -> Price | None:
-    prices = model_prices()
-    matches = [prefix for prefix in prices if model == prefix or model.startswith(prefix)]
-    return prices[max(matches, key=len)] if matches else None
 
 
 def usage_tokens_total(usage: dict[str, int]) -> int:
     """Every token the API reported for the usage, cached ones included: what budgets count."""
     return sum(int(usage.get(field) or 0) for field in USAGE_FIELDS)
-
-
-def turn_cost(*, model: str, usage: dict[str, int]) -> Decimal | None:
-    """The list price of `usage` on `model` in USD, or None when the model's price is unknown."""
-    price = model_price(model)
-    if price is None:
-        return None
-    cost = (
-        int(usage.get("input_tokens") or 0) * price.input
-        + int(usage.get("output_tokens") or 0) * price.output
-        + int(usage.get("cache_read_input_tokens") or 0) * price.cache_read
-        + int(usage.get("cache_creation_input_tokens") or 0) * price.cache_write
-    ) / MILLION
-    return cost.quantize(Decimal("0.000001"))
 
 
 def budget_day_start(now: datetime.datetime | None = None) -> datetime.datetime:
@@ -131,31 +71,79 @@ def budget_day_start(now: datetime.datetime | None = None) -> datetime.datetime:
 
 @dataclass(frozen=True)
 class Spend:
-    """Today's spend: every turn's, and investigations' (a part of it)."""
+    """Today's spend: every turn's, and investigations' (a part of it).
+
+    `tokens` is what was spent; `reserved_tokens` what running turns hold beyond what they have
+    spent so far. Admission counts both.
+    """
 
     day_start: datetime.datetime
     tokens: int
     cost_usd: Decimal
     investigation_tokens: int
     investigation_cost_usd: Decimal
+    reserved_tokens: int = 0
+    investigation_reserved_tokens: int = 0
+
+    @property
+    def committed(self) -> int:
+        return self.tokens + self.reserved_tokens
+
+    @property
+    def investigation_committed(self) -> int:
+        return self.investigation_tokens + self.investigation_reserved_tokens
+
+
+def _turns_today(start: datetime.datetime) -> QuerySet[Any]:
+    return Turn.objects.filter(started_at__gte=start)
+
+
+def _counted() -> Case:
+    """What a turn counts against a budget: while it runs, the larger of its hold and its spend."""
+    return Case(
+        When(status=Turn.Status.RUNNING, then=Greatest(F("tokens_total"), F("tokens_reserved"))),
+        default=F("tokens_total"),
+    )
+
+
+def _committed(turns: QuerySet[Any]) -> int:
+    return int(turns.aggregate(tokens=Sum(_counted()))["tokens"] or 0)
 
 
 def spend_today() -> Spend:
     """Sums over the turns started today: two aggregates on the `started_at` index."""
-    from agent.models import Turn  # the models import this module's pricing
-
     start = budget_day_start()
-    today = Turn.objects.filter(started_at__gte=start)
-    sums = ("tokens_total", "cost_usd")
-    every = today.aggregate(tokens=Sum(sums[0]), cost=Sum(sums[1]))
-    theirs = today.filter(session__origin=INVESTIGATION_ORIGIN).aggregate(tokens=Sum(sums[0]), cost=Sum(sums[1]))
+    today = _turns_today(start)
+    sums = {"tokens": Sum("tokens_total"), "cost": Sum("cost_usd"), "committed": Sum(_counted())}
+    every = today.aggregate(**sums)
+    theirs = today.filter(session__origin=INVESTIGATION_ORIGIN).aggregate(**sums)
     return Spend(
         day_start=start,
         tokens=every["tokens"] or 0,
         cost_usd=every["cost"] or Decimal(0),
         investigation_tokens=theirs["tokens"] or 0,
         investigation_cost_usd=theirs["cost"] or Decimal(0),
+        reserved_tokens=(every["committed"] or 0) - (every["tokens"] or 0),
+        investigation_reserved_tokens=(theirs["committed"] or 0) - (theirs["tokens"] or 0),
     )
+
+
+@dataclass(frozen=True)
+class PeerAllowance:
+    """What one peer may spend per day and, where nothing else counts its messages, how often it
+    may ask: from its entry in the peers file (interop/peers.py) or the defaults."""
+
+    name: str
+    # Of the daily budget.
+    share: float
+    # Turns per `window` seconds counted at admission; None when the transport counts them itself
+    # (A2A counts a peer's messages per conversation exchange, interop/services.py).
+    rate_limit: int | None = None
+    window: float = 60.0
+
+    @property
+    def actor(self) -> str:
+        return f"peer:{self.name}"
 
 
 @dataclass(frozen=True)
@@ -164,62 +152,195 @@ class BudgetVerdict:
 
     allowed: bool
     kind: BudgetKind
-    # The budget that decided: `daily` or `investigation` (empty when allowed).
+    # The ceiling that decided: `daily`, `investigation`, `reserve` or `peer` (empty when allowed).
     exhausted: str
     spent_tokens: int
     budget_tokens: int
     message: str = ""
+    # The tokens left under every ceiling that applies; None when none does.
+    room: int | None = None
+    # Seconds after which asking again may succeed (refusals only).
+    retry_after: int = 0
 
 
-def budget_limited(kind: BudgetKind) -> bool:
-    """Whether a budget applies to turns of `kind` (else `budget_check` allows without a query)."""
+class BudgetRefused(Exception):
+    """A turn may not start (`turn_admit`): `code` is `budget_exhausted` or `rate_limited`."""
+
+    def __init__(self, code: str, message: str, *, retry_after: int) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.retry_after = retry_after
+
+
+def budget_limited(kind: BudgetKind, peer: PeerAllowance | None = None) -> bool:
+    """Whether a budget or a rate applies to this turn (else admission allows without a query)."""
     return bool(
         settings.HERMES_DAILY_TOKEN_BUDGET
         or (kind == "investigation" and settings.HERMES_INVESTIGATION_DAILY_TOKEN_BUDGET)
+        or (peer is not None and peer.rate_limit)
     )
 
 
-def budget_check(*, kind: BudgetKind) -> BudgetVerdict:
-    """May a turn of `kind` start now? Synchronous (it queries the database).
+def _until_reset(day_start: datetime.datetime) -> int:
+    # Wall-clock arithmetic on the zone-aware midnight: the next midnight even across a DST change.
+    reset = day_start + datetime.timedelta(days=1)
+    return max(1, math.ceil((reset - timezone.now()).total_seconds()))
+
+
+@dataclass(frozen=True)
+class _Ceiling:
+    name: str
+    budget: int
+    committed: int  # spent, and held by running turns
+    spent: int
+
+
+def _refusal(
+    kind: BudgetKind, ceiling: _Ceiling, peer: PeerAllowance | None, day_start: datetime.datetime
+) -> BudgetVerdict:
+    zone = settings.HERMES_BUDGET_TIMEZONE
+    held = ceiling.committed - ceiling.spent
+    counted = f"{ceiling.committed:,} of {ceiling.budget:,} tokens" + (
+        f", {held:,} of them held by turns still running" if held > 0 else ""
+    )
+    if ceiling.name == "investigation":
+        message = (
+            f"Today's investigation budget is spent ({counted}): no investigation starts before it resets at "
+            f"midnight ({zone})."
+        )
+    elif ceiling.name == "daily":
+        message = (
+            f"Today's token budget is spent ({counted}): Hermes takes new questions again after midnight "
+            f"({zone}), or when an operator raises HERMES_DAILY_TOKEN_BUDGET."
+        )
+    elif ceiling.name == "reserve":
+        message = (
+            f"Today's token budget is spent down to its reserve ({counted}): the rest is kept for operators' "
+            f"questions and investigations of critical signals until midnight ({zone})."
+        )
+    else:
+        assert peer is not None
+        message = (
+            f"The peer {peer.name}'s share of today's token budget is spent ({counted}): it may ask again "
+            f"after midnight ({zone})."
+        )
+    # Refused only because of what running turns hold: asking again once they end may succeed.
+    retry_after = HOLDS_RETRY_SECONDS if ceiling.spent < ceiling.budget else _until_reset(day_start)
+    return BudgetVerdict(
+        allowed=False,
+        kind=kind,
+        exhausted=ceiling.name,
+        spent_tokens=ceiling.committed,
+        budget_tokens=ceiling.budget,
+        message=message,
+        room=0,
+        retry_after=retry_after,
+    )
+
+
+def budget_check(*, kind: BudgetKind, reserve: bool | None = None, peer: PeerAllowance | None = None) -> BudgetVerdict:
+    """May a turn of `kind` start now? Synchronous (it queries the database); it reserves nothing.
 
     Interactive turns need the daily budget not spent; investigations need their own budget not
-    spent, and the daily one too (they are turns like any other). The watcher calls this before it
-    opens an investigation and records the event as skipped when it says no; `turn_start` calls it
-    for every turn.
+    spent, and the daily one too (they are turns like any other). `reserve`: whether the turn may
+    spend the daily budget's reserve (operators' questions and investigations of critical signals;
+    by default interactive turns that are not a peer's). `peer`: the peer asking, held to its share.
+    Every figure counts what running turns hold (`turn_admit`).
     """
+    if reserve is None:
+        reserve = kind == "interactive" and peer is None
     daily = settings.HERMES_DAILY_TOKEN_BUDGET
-    investigation = settings.HERMES_INVESTIGATION_DAILY_TOKEN_BUDGET
-    if not budget_limited(kind):
+    investigation = settings.HERMES_INVESTIGATION_DAILY_TOKEN_BUDGET if kind == "investigation" else 0
+    if not daily and not investigation:
         return BudgetVerdict(allowed=True, kind=kind, exhausted="", spent_tokens=0, budget_tokens=0)
     spend = spend_today()
-    if kind == "investigation" and investigation and spend.investigation_tokens >= investigation:
-        return BudgetVerdict(
-            allowed=False,
-            kind=kind,
-            exhausted="investigation",
-            spent_tokens=spend.investigation_tokens,
-            budget_tokens=investigation,
-            message=(
-                f"Today's investigation budget is spent ({spend.investigation_tokens:,} of {investigation:,} "
-                "tokens): no investigation starts before it resets at midnight "
-                f"({settings.HERMES_BUDGET_TIMEZONE})."
-            ),
+    ceilings: list[_Ceiling] = []
+    if investigation:
+        ceilings.append(
+            _Ceiling("investigation", investigation, spend.investigation_committed, spend.investigation_tokens)
         )
-    if daily and spend.tokens >= daily:
-        return BudgetVerdict(
-            allowed=False,
-            kind=kind,
-            exhausted="daily",
-            spent_tokens=spend.tokens,
-            budget_tokens=daily,
-            message=(
-                f"Today's token budget is spent ({spend.tokens:,} of {daily:,} tokens): Hermes takes new "
-                f"questions again after midnight ({settings.HERMES_BUDGET_TIMEZONE}), or when an operator "
-                "raises HERMES_DAILY_TOKEN_BUDGET."
-            ),
-        )
-    if kind == "investigation" and investigation:
-        spent, budget = spend.investigation_tokens, investigation
-    else:
-        spent, budget = spend.tokens, daily
-    return BudgetVerdict(allowed=True, kind=kind, exhausted="", spent_tokens=spent, budget_tokens=budget)
+    if daily:
+        ceilings.append(_Ceiling("daily", daily, spend.committed, spend.tokens))
+        if not reserve:
+            kept = round(daily * settings.HERMES_BUDGET_RESERVE_SHARE)
+            ceilings.append(_Ceiling("reserve", daily - kept, spend.committed, spend.tokens))
+        if peer is not None:
+            theirs = _turns_today(spend.day_start).filter(actor=peer.actor)
+            spent = int(theirs.aggregate(tokens=Sum("tokens_total"))["tokens"] or 0)
+            ceilings.append(_Ceiling("peer", round(daily * peer.share), _committed(theirs), spent))
+    for ceiling in ceilings:
+        if ceiling.committed >= ceiling.budget:
+            return _refusal(kind, ceiling, peer, spend.day_start)
+    shown = ceilings[0]
+    return BudgetVerdict(
+        allowed=True,
+        kind=kind,
+        exhausted="",
+        spent_tokens=shown.committed,
+        budget_tokens=shown.budget,
+        room=min(ceiling.budget - ceiling.committed for ceiling in ceilings),
+    )
+
+
+def _admission_lock() -> None:
+    """Serialise admissions until the transaction ends.
+
+    PostgreSQL: an advisory transaction lock. SQLite: nothing to take — every transaction begins
+    IMMEDIATE (hermes_site/settings.py), holding the database's write lock from its first statement.
+    """
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [ADMISSION_LOCK_KEY])
+
+
+def _rate_check(peer: PeerAllowance) -> None:
+    assert peer.rate_limit
+    now = timezone.now()
+    recent = Turn.objects.filter(actor=peer.actor, started_at__gte=now - datetime.timedelta(seconds=peer.window))
+    starts = list(recent.order_by("started_at").values_list("started_at", flat=True)[: peer.rate_limit])
+    if len(starts) < peer.rate_limit:
+        return
+    retry_after = max(1, math.ceil((starts[0] + datetime.timedelta(seconds=peer.window) - now).total_seconds()))
+    raise BudgetRefused(
+        "rate_limited",
+        f"Rate limit: at most {peer.rate_limit} questions from {peer.name} per {peer.window:g} s; "
+        f"retry in {retry_after} s.",
+        retry_after=retry_after,
+    )
+
+
+@dataclass(frozen=True)
+class Admission:
+    """What `turn_admit` needs to know of a turn about to be stored."""
+
+    kind: BudgetKind
+    turn_tokens: int
+    reserve: bool | None = None
+    peer: PeerAllowance | None = None
+
+    def admit(self) -> int:
+        return turn_admit(kind=self.kind, turn_tokens=self.turn_tokens, reserve=self.reserve, peer=self.peer)
+
+
+def turn_admit(
+    *, kind: BudgetKind, turn_tokens: int, reserve: bool | None = None, peer: PeerAllowance | None = None
+) -> int:
+    """Admit a turn and return its hold: `turn_tokens` shrunk to the room left under every ceiling
+    (0 when no budget applies). Raises `BudgetRefused`.
+
+    Call it inside the transaction that stores the turn with `tokens_reserved` set to the hold
+    (agent/services.py `turn_begin`): the lock taken here lasts until that commit, so the next
+    admission counts this turn's hold.
+    """
+    if not budget_limited(kind, peer):
+        return 0
+    assert connection.in_atomic_block, "turn_admit runs in the transaction that stores the turn"
+    _admission_lock()
+    if peer is not None and peer.rate_limit:
+        _rate_check(peer)
+    verdict = budget_check(kind=kind, reserve=reserve, peer=peer)
+    if not verdict.allowed:
+        raise BudgetRefused("budget_exhausted", verdict.message, retry_after=verdict.retry_after)
+    # Only a rate applies (no budget): there is no room to hold.
+    return 0 if verdict.room is None else min(turn_tokens, verdict.room)

@@ -108,6 +108,11 @@ SPEND_TOKENS = Gauge(
     "Tokens spent by turns started today (HERMES_BUDGET_TIMEZONE), by kind (all, investigation).",
     ["kind"],
 )
+RESERVED_TOKENS = Gauge(
+    "hermes_budget_reserved_tokens",
+    "Tokens running turns hold beyond what they spent so far (budget admission counts them), by kind.",
+    ["kind"],
+)
 SPEND_USD = Gauge(
     "hermes_spend_usd_today", "List price in USD of the tokens spent today, by kind (all, investigation).", ["kind"]
 )
@@ -132,6 +137,8 @@ def budget_observe() -> None:
         return
     SPEND_TOKENS.labels(kind="all").set(spend.tokens)
     SPEND_TOKENS.labels(kind="investigation").set(spend.investigation_tokens)
+    RESERVED_TOKENS.labels(kind="all").set(spend.reserved_tokens)
+    RESERVED_TOKENS.labels(kind="investigation").set(spend.investigation_reserved_tokens)
     SPEND_USD.labels(kind="all").set(float(spend.cost_usd))
     SPEND_USD.labels(kind="investigation").set(float(spend.investigation_cost_usd))
 

@@ -101,6 +101,10 @@ class Turn(models.Model):
     # cheap sum (agent/budget.py): every token reported, and the list price in USD (null: unknown).
     tokens_total = models.PositiveBigIntegerField(default=0)
     cost_usd = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
+    # The tokens set aside for the turn when it was admitted (agent/budget.py `turn_admit`): while
+    # the turn runs, a day's spend counts the larger of this and `tokens_total`, so turns running
+    # at once cannot all start on the same room. Once the turn ends only `tokens_total` counts.
+    tokens_reserved = models.PositiveBigIntegerField(default=0)
     iterations = models.PositiveIntegerField(default=0)
     started_at = models.DateTimeField(auto_now_add=True)
     # The process running the turn (`Instance.id`); empty for turns older than ownership.

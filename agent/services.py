@@ -21,10 +21,11 @@ from django.db.models import F
 from django.utils import timezone
 
 from agent import presence
-from agent.budget import turn_cost, usage_tokens_total
+from agent.budget import Admission, usage_tokens_total
 from agent.engine.context import SUMMARY_HEADER, SessionContext, StoredMessage
 from agent.engine.history import synthetic_tool_results, tool_uses_unanswered
 from agent.models import Activity, AgentSession, Instance, Message, SearchEntry, ToolCatalog, Turn
+from agent.prices import turn_cost
 from agent.search.entries import activity_entry, message_entry, search_result_addition
 from agent.selectors import session_context
 from agent.statements import Insert, Update
@@ -38,7 +39,7 @@ _SESSION_NEW = Insert(AgentSession, ["actor", "origin", "title", "model", "creat
 _SESSION_ACTIVE = Update(AgentSession, ["last_active_at"], where=["id"])
 _SESSION_CONTEXT = Update(AgentSession, ["context_tokens", "context_window"], where=["id"])
 _SESSION_ACTIVE_CONTEXT = Update(AgentSession, ["last_active_at", "context_tokens", "context_window"], where=["id"])
-_TURN_NEW = Insert(Turn, ["session_id", "actor", "model", "owner", "started_at", "heartbeat_at"])
+_TURN_NEW = Insert(Turn, ["session_id", "actor", "model", "owner", "started_at", "heartbeat_at", "tokens_reserved"])
 _TURN_HEARTBEAT = Update(Turn, ["heartbeat_at"], where=["id"])
 _TURN_PROGRESS = Update(Turn, ["iterations", "usage", "heartbeat_at", "tokens_total", "cost_usd"], where=["id"])
 _TURN_END = Update(
@@ -108,6 +109,8 @@ class TurnBegun:
     interrupted: list[uuid.UUID]
     # The model this turn uses (recorded on the turn).
     model: str = ""
+    # The tokens the turn was admitted with (agent/budget.py `turn_admit`); 0: no budget applies.
+    hold: int = 0
 
 
 def session_title_from(text: str) -> str:
@@ -218,6 +221,7 @@ def turn_begin(
     model_choice: str | None = None,
     models_allowed: Collection[str] = (),
     stale_after: float | None = None,
+    admission: Admission | None = None,
 ) -> TurnBegun:
     """Open (or resume) a session and store the user's question before any model call.
 
@@ -227,6 +231,9 @@ def turn_begin(
 
     The question is committed first so that nothing the operator typed is lost if the model, a
     tool or the process fails afterwards.
+
+    With `admission`, the turn is admitted against the budgets in the same transaction, and stored
+    with its hold (agent/budget.py `turn_admit`, which may raise `BudgetRefused`).
 
     Raises `SessionNotFound`, or `SessionBusy` while another turn of the session runs. A turn whose
     process is gone does not count: it is interrupted here first (`turns_interrupt_orphaned`), so
@@ -245,6 +252,7 @@ def turn_begin(
             models_allowed=models_allowed,
             owner=owner,
             stale_after=stale_after,
+            admission=admission,
         )
 
 
@@ -259,6 +267,7 @@ def _turn_begin(
     models_allowed: Collection[str],
     owner: uuid.UUID,
     stale_after: float | None,
+    admission: Admission | None,
 ) -> TurnBegun:
     # Only this session's turns: a question frees its own session of a dead process's turn. Other
     # sessions' orphans end when a process starts, on Stop, or at their own next question; sweeping
@@ -275,6 +284,8 @@ def _turn_begin(
         if session.turns.filter(status=Turn.Status.RUNNING).exists():
             raise SessionBusy(session_id)
         _session_repair(session)
+    # Last of the locks this transaction takes, so that a refusal has changed nothing.
+    hold = admission.admit() if admission is not None else 0
     now = timezone.now()
     question = [{"type": "text", "text": text}]
     with connection.cursor() as cursor:
@@ -300,7 +311,14 @@ def _turn_begin(
         used = chosen if chosen and (not models_allowed or chosen in models_allowed) else model
         # The session (when new), the turn and its question share the moment the question arrived.
         turn_pk = _TURN_NEW.run(
-            cursor, session_id=session_pk, actor=actor, model=used, owner=owner, started_at=now, heartbeat_at=now
+            cursor,
+            session_id=session_pk,
+            actor=actor,
+            model=used,
+            owner=owner,
+            started_at=now,
+            heartbeat_at=now,
+            tokens_reserved=hold,
         )
         # Counted as running here before the commit, so a sweep in this process between the commit
         # and the turn's task starting cannot take it for an orphan.
@@ -321,6 +339,7 @@ def _turn_begin(
         history=context.history(),
         interrupted=interrupted,
         model=used,
+        hold=hold,
     )
 
 

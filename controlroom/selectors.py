@@ -113,11 +113,13 @@ def budget_meter() -> dict[str, Any]:
     daily = settings.HERMES_DAILY_TOKEN_BUDGET
     return {
         "tokens": spend.tokens,
+        # Held by turns still running beyond what they spent so far: admission counts it too.
+        "reserved": spend.reserved_tokens,
         "cost_usd": spend.cost_usd or "",
         "daily": daily,
         "percent": min(100, round(100 * spend.tokens / daily)) if daily else 0,
         "high": round(daily * 0.8),
-        "exhausted": bool(daily) and spend.tokens >= daily,
+        "exhausted": bool(daily) and spend.committed >= daily,
         "investigation_tokens": spend.investigation_tokens,
         "investigation_budget": settings.HERMES_INVESTIGATION_DAILY_TOKEN_BUDGET,
         "timezone": settings.HERMES_BUDGET_TIMEZONE,

@@ -461,6 +461,16 @@ HERMES_DAILY_TOKEN_BUDGET = env_int("HERMES_DAILY_TOKEN_BUDGET", 0, minimum=0)
 # Tokens investigations (sessions of origin `signal`) may spend per day; 0 = unlimited. They count
 # against the daily budget above too.
 HERMES_INVESTIGATION_DAILY_TOKEN_BUDGET = env_int("HERMES_INVESTIGATION_DAILY_TOKEN_BUDGET", 0, minimum=0)
+# The share of the daily budget kept back for operators' questions and investigations of critical
+# signals: peers and other investigations stop before it (agent/budget.py `turn_admit`).
+HERMES_BUDGET_RESERVE_SHARE = env_float("HERMES_BUDGET_RESERVE_SHARE", 0.2, minimum=0.0)
+# The share of the daily budget one peer (A2A or `mcp_serve`) may spend per day, unless its entry in
+# the peers file sets `budget_share`.
+HERMES_PEER_BUDGET_SHARE = env_float("HERMES_PEER_BUDGET_SHARE", 0.1, minimum=0.0)
+if HERMES_BUDGET_RESERVE_SHARE > 1 or HERMES_PEER_BUDGET_SHARE > 1:
+    raise ImproperlyConfigured(
+        "HERMES_BUDGET_RESERVE_SHARE and HERMES_PEER_BUDGET_SHARE are shares of the daily budget, between 0 and 1"
+    )
 # The time zone whose midnight starts a budget day (an IANA name); UTC by default.
 HERMES_BUDGET_TIMEZONE = env_str("HERMES_BUDGET_TIMEZONE", "UTC").strip() or "UTC"
 # Per-model prices in USD per million tokens, JSON, merged over the bundled defaults: keys are model

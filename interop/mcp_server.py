@@ -3,7 +3,9 @@
 `hermes_ask {message, session_id?, timeout_secs?}` runs a real Hermes turn — persisted as a session
 whose actor is `peer:<name>` — and answers one text block holding a `hermes.ask.v1` envelope:
 `{"schema":"hermes.ask.v1","ok":true,"answer","session_id","turn_id","usage","latency_ms"}`, or
-`{"schema":"hermes.ask.v1","ok":false,"error":{"kind","message"}}` with `isError`. Arguments that
+`{"schema":"hermes.ask.v1","ok":false,"error":{"kind","message"}}` with `isError` — with
+`"retry_after"` (seconds) beside `error` when the caller is over its rate (`rate_limited`) or its
+share of the budget (`budget_exhausted`, interop/peers.py). Arguments that
 break the schema are such an error too (kind `invalid_arguments`, the message saying what is wrong):
 the MCP revision Hermes negotiates makes input validation errors tool results, so the calling model
 can read and fix them, rather than protocol errors it never sees. An unknown tool name stays a
@@ -47,6 +49,7 @@ from mcp.types import (
 from agent.engine.budgets import Budgets
 from agent.engine.runner import TurnRejected, turn_start
 from agent.version import NAME, hermes_version
+from interop.peers import peer_allowance
 from interop.selectors import session_belongs_to
 from interop.server.conversation import PEER_CANCEL_REASON
 from interop.turns import turn_answer
@@ -147,9 +150,18 @@ async def hermes_ask(arguments: dict[str, Any], *, peer: str) -> CallToolResult:
         budgets = dataclasses.replace(budgets, timeout=min(budgets.timeout, float(timeout)))
     try:
         handle = await turn_start(
-            text=message, actor=actor, origin="mcp", session_id=session_id, budgets=budgets, origin_peer=peer
+            text=message,
+            actor=actor,
+            origin="mcp",
+            session_id=session_id,
+            budgets=budgets,
+            origin_peer=peer,
+            # Each `mcp_serve` is a process of its own: only the database counts a peer's questions.
+            peer=peer_allowance(peer, rate_counted_here=True),
         )
     except TurnRejected as rejected:
+        if rejected.retry_after:
+            return _failure(rejected.code, rejected.message, retry_after=rejected.retry_after)
         return _failure(rejected.code, rejected.message)
     try:
         answer = await turn_answer(handle)

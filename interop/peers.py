@@ -12,10 +12,17 @@ to for that peer (the allowlist is exactly the set of these origins). `dialect` 
 `token` is the bearer the peer issued to Hermes (optional: stock GarraIA checks none). `${VAR}` and
 `${VAR:-default}` expand as in the `mcpServers` file. `max_turns`, `timeout` (seconds per turn) and
 `max_chars` (per message, both ways) default to the `HERMES_A2A_*` settings.
+
+What a peer may make Hermes spend when it asks (over A2A or `mcp_serve`, under the same name):
+`budget_share`, the share of the daily token budget its turns may spend per day
+(`HERMES_PEER_BUDGET_SHARE` by default), and `rate_limit`, how many questions it may ask per
+`HERMES_A2A_RATE_WINDOW` seconds (`HERMES_A2A_RATE_LIMIT` by default). A caller with no entry gets
+the defaults.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from collections.abc import Mapping
@@ -26,14 +33,17 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 
+from agent.budget import PeerAllowance
 from agent.tools.config import MCPConfigError, config_file_read, config_value_expand
 
 Dialect = Literal["a2a", "garraia", "auto"]
 DIALECTS: tuple[Dialect, ...] = ("a2a", "garraia", "auto")
 
 PEER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-_FIELDS = {"url", "dialect", "token", "max_turns", "timeout", "max_chars"}
+_FIELDS = {"url", "dialect", "token", "max_turns", "timeout", "max_chars", "budget_share", "rate_limit"}
 _DEFAULT_PORTS = {"http": 80, "https": 443}
+
+logger = logging.getLogger(__name__)
 
 
 class PeersConfigError(MCPConfigError):
@@ -50,6 +60,10 @@ class Peer:
     max_turns: int = 8
     timeout: float = 120.0
     max_chars: int = 8000
+    # Of the daily token budget, per day; None: `HERMES_PEER_BUDGET_SHARE`.
+    budget_share: float | None = None
+    # Questions per `HERMES_A2A_RATE_WINDOW`; None: `HERMES_A2A_RATE_LIMIT`.
+    rate_limit: int | None = None
 
     def endpoint(self, path: str) -> str:
         return self.url + path
@@ -119,6 +133,37 @@ def _path(peer: Peer) -> str:
     return urlsplit(peer.url).path.rstrip("/")
 
 
+def peer_allowance(name: str, *, rate_counted_here: bool) -> PeerAllowance:
+    """What the peer `name` may spend and how often it may ask (agent/budget.py), from its entry in
+    the peers file or the defaults. `rate_counted_here`: admission counts its questions (`mcp_serve`),
+    rather than the A2A server's exchanges."""
+    entry = _entry(name)
+    share = entry.budget_share if entry is not None else None
+    return PeerAllowance(
+        name=name,
+        share=settings.HERMES_PEER_BUDGET_SHARE if share is None else share,
+        rate_limit=peer_rate_limit(name) if rate_counted_here else None,
+        window=settings.HERMES_A2A_RATE_WINDOW,
+    )
+
+
+def peer_rate_limit(name: str) -> int:
+    """Questions the peer `name` may ask per `HERMES_A2A_RATE_WINDOW`."""
+    entry = _entry(name)
+    rate = entry.rate_limit if entry is not None else None
+    return settings.HERMES_A2A_RATE_LIMIT if rate is None else rate
+
+
+def _entry(name: str) -> Peer | None:
+    # A peers file that cannot be read holds a peer to the defaults, which are limits too; the
+    # file's error is told where it is used (the a2a_send tool, manage.py doctor).
+    try:
+        return peers_from_settings().named(name)
+    except PeersConfigError as exc:
+        logger.warning("The peers file cannot be read; %s gets the default budget share and rate: %s", name, exc)
+        return None
+
+
 def peers_from_settings() -> PeerBook:
     """The peers of `HERMES_A2A_PEERS` (none when unset). Raises `PeersConfigError`."""
     if not settings.HERMES_A2A_PEERS:
@@ -178,7 +223,18 @@ def _peer_parse(name: str, entry: dict[str, Any], where: str, environ: Mapping[s
         max_turns=_number(entry, "max_turns", int, settings.HERMES_A2A_MAX_TURNS, where),
         timeout=float(_number(entry, "timeout", (int, float), settings.HERMES_A2A_TIMEOUT, where)),
         max_chars=_number(entry, "max_chars", int, settings.HERMES_A2A_MAX_CHARS, where),
+        budget_share=_share(entry, where),
+        rate_limit=_number(entry, "rate_limit", int, None, where) if "rate_limit" in entry else None,
     )
+
+
+def _share(entry: dict[str, Any], where: str) -> float | None:
+    if "budget_share" not in entry:
+        return None
+    value = entry["budget_share"]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        raise PeersConfigError(f'{where}: "budget_share" is a share of the daily budget, between 0 and 1')
+    return float(value)
 
 
 def _number(entry: dict[str, Any], key: str, kind: Any, default: Any, where: str) -> Any:

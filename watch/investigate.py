@@ -226,6 +226,8 @@ async def investigation_run(
             origin=services.ORIGIN,
             session_id=investigation.session_id,
             hub=hub if propose else ToolsWithheld(hub),
+            # A critical signal's investigation may spend the budget's reserve, as operators may.
+            critical=investigation.severity == "critical",
         )
     except TurnRejected as exc:
         logger.warning("Investigation %s not started: %s", investigation_id, exc.message)

@@ -21,10 +21,11 @@ import httpx2
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
-from django.db import DEFAULT_DB_ALIAS, connections
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
 from django.db.migrations.executor import MigrationExecutor
 
 from agent import health
+from agent.budget import spend_today
 from agent.doctor.security import security_checks
 from agent.engine.prompt import PersonaFileError, persona_load
 from agent.llm import llm_error_describe
@@ -57,6 +58,7 @@ def doctor_run(*, timeout: float = 10.0, bind: str | None = None) -> list[CheckR
     """Run every check; details are redacted (an error message may quote a credential)."""
     results = asyncio.run(_checks(timeout))
     results.append(persona_check())
+    results.append(budget_doctor_check())
     results.extend(CheckResult(f"security: {topic}", Status.WARN, text) for topic, text in security_checks(bind=bind))
     if not any(result.name.startswith("security") for result in results):
         results.append(CheckResult("security", Status.OK, "no insecure combination of settings found"))
@@ -341,3 +343,24 @@ def persona_check() -> CheckResult:
     except PersonaFileError as exc:
         return CheckResult("persona", Status.FAIL, str(exc))
     return CheckResult("persona", Status.OK, f"{settings.HERMES_SOUL_PATH} ({len(text):,} characters)")
+
+
+# --- budget ----------------------------------------------------------------------------------------
+
+
+def budget_doctor_check() -> CheckResult:
+    """Today's spend against the daily budget, what running turns hold, and the reserve kept back."""
+    daily = settings.HERMES_DAILY_TOKEN_BUDGET
+    if not daily:
+        return CheckResult("budget", Status.SKIP, "no daily token budget (HERMES_DAILY_TOKEN_BUDGET)")
+    try:
+        spend = spend_today()
+    except DatabaseError as exc:
+        return CheckResult("budget", Status.FAIL, f"today's spend cannot be read: {_error(exc)}")
+    reserve = round(daily * settings.HERMES_BUDGET_RESERVE_SHARE)
+    detail = (
+        f"{spend.tokens:,} of {daily:,} tokens spent today, {spend.reserved_tokens:,} more held by running turns; "
+        f"{reserve:,} kept for operators' questions and critical investigations; "
+        f"a peer may spend {round(daily * settings.HERMES_PEER_BUDGET_SHARE):,} unless the peers file says otherwise"
+    )
+    return CheckResult("budget", Status.WARN if spend.committed >= daily else Status.OK, detail)

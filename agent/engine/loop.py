@@ -24,7 +24,6 @@ import anthropic
 from django.utils import timezone
 
 from agent import metrics, services
-from agent.budget import turn_cost
 from agent.db import db_call
 from agent.engine.approvals import approval_from_result
 from agent.engine.budgets import Budgets
@@ -46,6 +45,7 @@ from agent.engine.truncation import tool_result_bound
 from agent.llm import LLMFailure, llm_retry_delay
 from agent.logs import log_event, turn_context_set
 from agent.models import Turn
+from agent.prices import turn_cost
 from agent.redaction import redact
 from agent.tools.context import ToolCallContext
 from agent.tools.elicitation import Answerer

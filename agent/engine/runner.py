@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import dataclasses
 import uuid
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
@@ -19,7 +20,7 @@ from typing import Any
 from django.conf import settings
 
 from agent import presence, services
-from agent.budget import INVESTIGATION_ORIGIN, BudgetKind, budget_check, budget_limited
+from agent.budget import INVESTIGATION_ORIGIN, Admission, BudgetKind, BudgetRefused, PeerAllowance
 from agent.db import db_call, db_through_cancel
 from agent.engine.budgets import Budgets
 from agent.engine.events import Done, Event
@@ -36,10 +37,12 @@ from agent.tools.outcomes import CUTOFF_INTERRUPTED, cutoff_cancelled
 class TurnRejected(Exception):
     """The turn could not start; nothing was stored. `code` is stable for clients."""
 
-    def __init__(self, code: str, message: str) -> None:
+    def __init__(self, code: str, message: str, *, retry_after: int = 0) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
+        # Seconds after which asking again may succeed (`budget_exhausted`, `rate_limited`); 0: unknown.
+        self.retry_after = retry_after
 
 
 # The turns running in this process. Strong references: the event loop keeps only weak ones to tasks.
@@ -171,6 +174,8 @@ async def turn_start(
     origin_peer: str | None = None,
     model: str | None = None,
     answerer: Answerer | None = None,
+    peer: PeerAllowance | None = None,
+    critical: bool = False,
 ) -> TurnHandle:
     """Validate, store the question, and start the turn in its own task.
 
@@ -184,10 +189,16 @@ async def turn_start(
     `model` switches the session to that model (one of `HERMES_MODELS`) from this turn on; without
     it the turn uses the model the session was switched to last, or `HERMES_MODEL`.
 
+    `peer` is what the peer asking (actor `peer:<name>`) may spend and how often it may ask; a peer's
+    turn without one gets the defaults (`HERMES_PEER_BUDGET_SHARE`). `critical` marks an
+    investigation of a critical signal, which, like an operator's question, may spend the daily
+    budget's reserve.
+
     Raises `TurnRejected` (codes `llm_not_configured`, `invalid_message`, `message_too_large`,
     `model_not_allowed`, `session_not_found`, `session_busy`, `persona_missing`, `shutting_down`,
-    `budget_exhausted`) before anything is written. The daily budget is checked here, before the model
-    is asked anything; a turn that starts runs to its end whatever it spends (agent/budget.py).
+    `budget_exhausted`, `rate_limited`) before anything is written. The budgets are checked as the
+    turn is stored, before the model is asked anything, and the turn runs with at most the tokens it
+    was admitted with (agent/budget.py).
     """
     question = _question_check(text)
     model_check(model)
@@ -202,10 +213,18 @@ async def turn_start(
     except PersonaFileError as exc:
         raise TurnRejected("persona_missing", str(exc)) from None
     kind: BudgetKind = "investigation" if origin == INVESTIGATION_ORIGIN else "interactive"
-    # Without a budget the check reads nothing: no trip to a database thread for it.
-    verdict = await db_call(budget_check, kind=kind) if budget_limited(kind) else budget_check(kind=kind)
-    if not verdict.allowed:
-        raise TurnRejected("budget_exhausted", verdict.message)
+    by_peer = origin_peer is not None and actor == f"peer:{origin_peer}"
+    if peer is None and by_peer:
+        assert origin_peer is not None
+        peer = PeerAllowance(name=origin_peer, share=settings.HERMES_PEER_BUDGET_SHARE)
+    budgets = budgets or Budgets.from_settings()
+    admission = Admission(
+        kind=kind,
+        turn_tokens=budgets.turn_tokens,
+        # The reserve is for operators' questions and investigations of critical signals.
+        reserve=critical if kind == "investigation" else not actor.startswith("peer:"),
+        peer=peer,
+    )
     hub = hub or tool_hub()
     # The turn's check of its servers' tool lists runs while its question is stored, not after.
     tools_ahead = hub.verify_ahead()
@@ -219,7 +238,10 @@ async def turn_start(
             model_choice=model,
             models_allowed=settings.HERMES_MODELS,
             stale_after=settings.HERMES_TURN_STALE_SECONDS,
+            admission=admission,
         )
+    except BudgetRefused as refused:
+        raise TurnRejected(refused.code, refused.message, retry_after=refused.retry_after) from None
     except services.SessionNotFound:
         raise TurnRejected("session_not_found", f"There is no session with id {session_id}.") from None
     except services.SessionBusy:
@@ -249,7 +271,8 @@ async def turn_start(
         client=client,
         model=begun.model,
         system=system,
-        budgets=budgets or Budgets.from_settings(),
+        # The hold is the most the turn may spend: past it the turn gives its final answer.
+        budgets=dataclasses.replace(budgets, turn_tokens=begun.hold) if begun.hold else budgets,
         emit=handle.publish,
         thinking=ThinkingSettings.from_settings(),
         tools_ahead=tools_ahead,

@@ -134,6 +134,9 @@ class HermesExecutor(AgentExecutor):
                 parts=[Part(text=refused.message)],
             )
             refusal.metadata.update({"hermes_refused": refused.code})
+            if refused.retry_after:
+                # What HTTP's Retry-After says elsewhere: the SDK answers every message 200.
+                refusal.metadata.update({"hermes_retry_after": refused.retry_after})
             await event_queue.enqueue_event(refusal)
             return
         metadata: dict[str, Any] = {"hermes_session_id": str(reply.session_id), "hermes_turn_id": str(reply.turn_id)}

@@ -38,6 +38,7 @@ from agent.live import turn_registry
 from agent.redaction import redact
 from agent.selectors import turn_status
 from interop import services
+from interop.peers import peer_allowance, peer_rate_limit
 from interop.services import ConversationRefused
 from interop.turns import turn_answer
 
@@ -76,10 +77,12 @@ class InboundReply:
 class InboundRejected(Exception):
     """The turn could not start (`TurnRejected`): the model is not configured, the message is bad."""
 
-    def __init__(self, code: str, message: str) -> None:
+    def __init__(self, code: str, message: str, *, retry_after: int = 0) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
+        # Seconds after which asking again may succeed (`budget_exhausted`, `rate_limited`); 0: unknown.
+        self.retry_after = retry_after
 
 
 def inbound_text(text: str) -> str:
@@ -128,7 +131,7 @@ async def inbound_turn(
             external_id=external_id,
             message=question,
             max_turns=settings.HERMES_A2A_SERVER_MAX_TURNS,
-            rate_limit=settings.HERMES_A2A_RATE_LIMIT,
+            rate_limit=peer_rate_limit(peer),
             window=settings.HERMES_A2A_RATE_WINDOW,
             starting_grace=STARTING_GRACE_SECONDS,
             keep=settings.HERMES_A2A_PEER_KEEP,
@@ -203,13 +206,15 @@ async def _turn_start(peer: str, text: str, begun: services.ExchangeBegun) -> Tu
                 session_id=session_id,
                 budgets=inbound_budgets(),
                 origin_peer=peer,
+                # Its messages are counted per exchange (the rate window above); its spend at admission.
+                peer=peer_allowance(peer, rate_counted_here=False),
             )
         except TurnRejected as rejected:
             if rejected.code == "session_not_found" and session_id is not None:
                 session_id = None  # the session was deleted: the conversation starts a new one
                 continue
             await database_sync_to_async(services.inbound_exchange_withdraw)(exchange_id=begun.exchange_id)
-            raise InboundRejected(rejected.code, rejected.message) from None
+            raise InboundRejected(rejected.code, rejected.message, retry_after=rejected.retry_after) from None
         except asyncio.CancelledError:
             await database_sync_to_async(services.exchange_finish)(
                 exchange_id=begun.exchange_id, state="canceled", error=PEER_CANCEL_REASON

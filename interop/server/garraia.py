@@ -46,7 +46,7 @@ DIALECT = "garraia"
 TASK_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$")
 STATUS_OF = {"working": "working", "completed": "completed", "canceled": "canceled"}
 REFUSAL_STATUS = {"closed": 409, "turn_cap": 409, "busy": 409, "rate_limited": 429}
-REJECTION_STATUS = {"invalid_message": 400, "message_too_large": 413}
+REJECTION_STATUS = {"invalid_message": 400, "message_too_large": 413, "budget_exhausted": 429, "rate_limited": 429}
 
 T = TypeVar("T")
 
@@ -102,7 +102,8 @@ async def task_create(request: Request) -> JSONResponse:
         headers = {"Retry-After": str(refused.retry_after)} if refused.retry_after else None
         return _error(REFUSAL_STATUS.get(refused.code, 409), refused.message, headers=headers)
     except InboundRejected as rejected:
-        return _error(REJECTION_STATUS.get(rejected.code, 503), rejected.message)
+        headers = {"Retry-After": str(rejected.retry_after)} if rejected.retry_after else None
+        return _error(REJECTION_STATUS.get(rejected.code, 503), rejected.message, headers=headers)
     view = await _task_view(request, task_id)
     assert view is not None
     task = task_json(task_id, view)

@@ -12,10 +12,11 @@ from asgiref.sync import sync_to_async
 from django.test import AsyncClient, Client
 from pytest_django.fixtures import Settings
 
-from agent.budget import budget_check, model_prices, turn_cost
+from agent.budget import budget_check
 from agent.engine.events import Done
 from agent.engine.runner import TurnRejected, turn_start
 from agent.models import AgentSession, Turn
+from agent.prices import model_prices, turn_cost
 from agent.tools import ToolHub
 from tests.agent.conftest import ask
 from tests.fakes import FakeAnthropic, Reply

@@ -58,12 +58,15 @@ def test_a_healthy_setup_prints_every_row_ok_and_exits_0(env: dict[str, str], mc
         "watcher",
         "matrix",
         "persona",
+        "budget",
         "security",
     ]
     # No `manage.py watch` ever ran here: investigations are not deployed, which is not a fault.
     assert statuses.pop("watcher") == "SKIP"
     # Nor is the Matrix bridge configured: it is opt-in.
     assert statuses.pop("matrix") == "SKIP"
+    # Nor a daily budget: unlimited unless an operator sets one.
+    assert statuses.pop("budget") == "SKIP"
     assert set(statuses.values()) == {"OK"}
     details = run.stdout
     assert "connected, migrations applied" in details

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from pytest_django.fixtures import Settings
 
-from interop.peers import PeersConfigError, peers_from_settings, peers_load, peers_parse
+from interop.peers import PeersConfigError, peer_allowance, peers_from_settings, peers_load, peers_parse
 
 
 def parse(peers: dict[str, Any], **environ: str) -> Any:
@@ -106,3 +106,26 @@ def test_the_file_itself(settings: Settings, tmp_path: Path) -> None:
         peers_load(wrong)
     settings.HERMES_A2A_PEERS = ""
     assert not peers_from_settings()
+
+
+def test_a_peers_share_and_rate_come_from_its_entry_or_the_defaults(settings: Settings, tmp_path: Path) -> None:
+    path = tmp_path / "peers.json"
+    path.write_text(
+        json.dumps({"peers": {"lab": {"url": "http://127.0.0.1:9", "budget_share": 0.05, "rate_limit": 4}}})
+    )
+    settings.HERMES_A2A_PEERS = str(path)
+
+    lab = peer_allowance("lab", rate_counted_here=True)
+    other = peer_allowance("other", rate_counted_here=True)
+
+    assert (lab.actor, lab.share, lab.rate_limit) == ("peer:lab", 0.05, 4)
+    assert (other.share, other.rate_limit) == (settings.HERMES_PEER_BUDGET_SHARE, settings.HERMES_A2A_RATE_LIMIT)
+    # Over A2A the server counts a peer's messages itself; admission does not count them twice.
+    assert peer_allowance("lab", rate_counted_here=False).rate_limit is None
+    for entry, message in (
+        ({"budget_share": 1.5}, '"budget_share" is a share of the daily budget, between 0 and 1'),
+        ({"budget_share": "half"}, '"budget_share" is a share'),
+        ({"rate_limit": 0}, '"rate_limit" must be a positive number'),
+    ):
+        with pytest.raises(PeersConfigError, match=message):
+            parse({"lab": {"url": "http://127.0.0.1:9", **entry}})
