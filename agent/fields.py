@@ -5,8 +5,8 @@ a model's content, an error, a session's title, an Oikos event — is one of the
 column is named with a reason in tests/security/test_stored_redaction.py), so no write path can
 store a secret raw: `create()`, `save()` and `QuerySet.update()` all pass the value through
 `get_prep_value`, which applies `agent.redaction.redact_value` (the same function the logs, the
-model requests and the tool hub use). Callers that echo what they stored (GarraIA's task JSON, the admin, `/ui/ledger/`) read the
-redacted value back.
+model requests and the tool hub use). Callers that echo what they stored (GarraIA's task JSON,
+the admin, `/ui/ledger/`) read the redacted value back.
 
 Redaction is behaviour, not schema: the columns are exactly their base fields', so `deconstruct()`
 names the base class and migrations never see these (a field swap needs no migration, and the
