@@ -31,7 +31,20 @@ _BACKTICKS = re.compile(r"`+")
 
 def inline(text: str) -> str:
     """`text` as literal inline Markdown on one line: punctuation escaped, newlines as spaces."""
-    return _PUNCTUATION.sub(r"\\\1", " ".join(str(text).split()))
+    return _escaped(_PUNCTUATION, " ".join(str(text).split()))
+
+
+def _escaped(pattern: re.Pattern[str], text: str) -> str:
+    """`text` with what `pattern` matches backslash-escaped, but `<` as `&lt;`.
+
+    cmark-gfm's autolink extension takes a backslash into the URL it links
+    (`https://a.example\\<img ...>`), which leaves the `<` after it unescaped; an entity it keeps out.
+    """
+    return pattern.sub(_escape_one, text)
+
+
+def _escape_one(match: re.Match[str]) -> str:
+    return "&lt;" if match.group() == "<" else "\\" + match.group()
 
 
 def code_span(text: str) -> str:
@@ -53,22 +66,54 @@ def fenced(text: str, info: str = "") -> str:
 def quoted(text: str) -> str:
     """Model or operator Markdown as a block quote that renders no HTML, no image and no odd link.
 
-    Which lines are code is decided by a CommonMark parser (markdown-it-py), not by patterns: code
-    blocks are kept verbatim (a renderer shows them as text), and every other line has `\\`, the
-    backtick, `[`, `]`, `<` and `&` backslash-escaped. So no code span, link, image, autolink or
-    HTML tag can begin outside code, whatever backslashes or fence-like lines the text holds; bare
-    http(s) URLs still become links where the renderer links them. The result is parsed again, raw
-    HTML allowed: should any HTML, image or link other than http(s) remain, the text is fenced
-    whole instead.
+    Which lines are code blocks is decided by a CommonMark parser (markdown-it-py), not by
+    patterns; they are kept verbatim (a renderer shows them as text). Every other line keeps its
+    code spans, found as CommonMark finds them (a backslash escapes a backtick outside code, not
+    inside), and has `\\`, the backtick, `[`, `]` and `&` backslash-escaped everywhere else, `<` as
+    `&lt;`. So no link, image, autolink or HTML tag can begin outside code, whatever backslashes
+    or fence-like lines the text holds; bare http(s) URLs still become links where the renderer links
+    them. The result is parsed again, raw HTML allowed: should any HTML, image or link other than
+    http(s) remain (a table cell splitting a code span, say), the text is fenced whole instead.
     """
     body = str(text).strip()
     code = _code_lines(body)
-    lines = [line if number in code else _PROSE.sub(r"\\\1", line) for number, line in enumerate(body.split("\n"))]
+    lines = [line if number in code else _prose_line(line) for number, line in enumerate(body.split("\n"))]
     note = "\n".join(f"> {line}" if line.strip() else ">" for line in lines)
     return note if note_safe(note) else fenced(body, "text")
 
 
 _PROSE = re.compile(r"([\\`\[\]<&])")
+# What starts an autolink in cmark-gfm: a scheme's colon, `www.`, an email's `@`.
+_AUTOLINK = re.compile(r"[:@]|www\.", re.IGNORECASE)
+# Where cmark-gfm ends an autolink: ASCII white space only (not a no-break space).
+_SPACE = re.compile(r"[ \t\r\n\f\v]")
+
+
+def _prose_line(line: str) -> str:
+    """`line` with its code spans as they are and everything around them escaped (`_PROSE`)."""
+    out: list[str] = []
+    start = at = 0
+    while at < len(line):
+        if line[at] == "\\":
+            at += 2  # an escaped character: never opens a code span
+            continue
+        run = _BACKTICKS.match(line, at)
+        if run is None:
+            at += 1
+            continue
+        close = next((m for m in _BACKTICKS.finditer(line, run.end()) if len(m.group()) == len(run.group())), None)
+        if close is None or _AUTOLINK.search(_SPACE.split(line[: run.start()])[-1]):
+            # No closing run on the line, or a URL right before it that cmark-gfm's autolinks would
+            # extend over the opening backticks (they end only at a space or `<`), leaving the span's
+            # text to be read as Markdown: literal backticks, escaped with the prose.
+            at = run.end()
+            continue
+        out += [_escaped(_PROSE, line[start:at]), line[at : close.end()]]
+        start = at = close.end()
+    out.append(_escaped(_PROSE, line[start:]))
+    return "".join(out)
+
+
 _CODE_BLOCKS = ("fence", "code_block")
 # As permissive as a note's reader may be: raw HTML passed through, GitHub's tables and strikethrough.
 _reader = MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"])

@@ -40,6 +40,9 @@ HOSTILE = [
     "- item <b>x</b>\n  ```\n  <i>code</i>\n  ```\n- [l](vbscript:x)",
     "| a | b |\n|---|---|\n| <img src=x> | [c](data:text/html,x) |",
     "&lt;script&gt; &#60;img src=x&#62; \\<b>",
+    # cmark-gfm's autolinks take a backslash, or a code span's opening backticks, into the URL.
+    "https://a.example/p.png\\<img src=x onerror=alert(10)>",
+    "see https://a.example/x`<img src=x onerror=alert(11)>` and www.b.example`<b>x</b>`",
 ]
 
 PIECES = [
@@ -47,10 +50,11 @@ PIECES = [
     "(", ")", "<", ">", "&", "#", ":", "'", '"', "=", "a", "img", "script", " src=x", " onerror=alert(1)",
     "javascript:alert(1)", "https://evil.example/p.png", "<img src=x onerror=alert(1)>", "<b>", "</b>", "<!--",
     "-->", "[x](", "![x](", "]: ", "<http://a.example>", "&lt;", "&#60;", "<?", "<![CDATA[",
+    "https://a.example", "www.b.example", "c@d.example", "xmpp:", "\u00a0", "|---|", ";",
 ]  # fmt: skip
 
 ELEMENTS = {
-    "p", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "strong", "em", "del", "code", "pre", "blockquote",
+    "p", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "strong", "em", "del", "s", "code", "pre", "blockquote",
     "ul", "ol", "li", "a", "table", "thead", "tbody", "tr", "th", "td",
 }  # fmt: skip
 ATTRIBUTES = {("a", "href"), ("code", "class"), ("pre", "lang"), ("ol", "start"), ("th", "align"), ("td", "align")}
@@ -173,7 +177,7 @@ class TestWhatStaysReadable:
         html = cmarkgfm.github_flavored_markdown_to_html(quoted(answer), options=Options.CMARK_OPT_UNSAFE)
 
         assert '<a href="https://docs.example/wal">https://docs.example/wal</a>' in html
-        assert "`a[0] &lt; b` &amp; more." in html
+        assert "<code>a[0] &lt; b</code> &amp; more." in html
         assert "<code>echo '&lt;b&gt;'\n</code>" in html
 
     def test_an_image_is_text_and_its_address_at_most_a_link(self) -> None:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import importlib
 import uuid
+from collections.abc import AsyncGenerator
+from typing import Any, cast
 
 import pytest
 from channels.db import database_sync_to_async
@@ -122,8 +124,8 @@ NOT_OUTSIDE_TEXT = {
 }
 
 
-def _text_columns() -> dict[str, models.Field[object, object]]:
-    columns = {}
+def _text_columns() -> dict[str, models.Field[Any, Any]]:
+    columns: dict[str, models.Field[Any, Any]] = {}
     for model in apps.get_models():
         for column in model._meta.concrete_fields:
             if isinstance(column, models.CharField | models.TextField | models.JSONField):
@@ -279,8 +281,9 @@ class TestOikosSeam:
 
         async with OikosClient.from_settings() as oikos:
             health = await oikos.health()
-            stream = oikos.events()
-            first: OikosEvent = await anext(stream)
+            # `events()` is an async generator: closed here, before its client is.
+            stream = cast(AsyncGenerator[OikosEvent, None], oikos.events())
+            first = await anext(stream)
             await stream.aclose()
 
         assert configured_secret not in repr(health)
