@@ -290,8 +290,65 @@ class TestOikosSeam:
         assert first.data["summary"] == f"key {REDACTED}"
 
 
+STORED_REDACT_MIGRATIONS = [
+    "watch.migrations.0003_stored_redact",
+    "controlroom.migrations.0004_stored_redact",
+    "interop.migrations.0004_stored_redact",
+    "matrix.migrations.0002_stored_redact",
+]
+
+
 @pytest.mark.django_db(transaction=True)
 class TestMigration:
+    @pytest.mark.parametrize("name", STORED_REDACT_MIGRATIONS)
+    def test_each_rewrites_only_columns_that_now_redact(self, name: str) -> None:
+        migration = importlib.import_module(name)
+        for app, model, columns in migration.STORED_RAW:
+            for column in columns:
+                assert isinstance(apps.get_model(app, model)._meta.get_field(column), REDACTING), (model, column)
+
+    def test_together_they_rewrite_every_column_made_redacting_here(self) -> None:
+        listed = {
+            f"{app}.{model}.{column}"
+            for name in STORED_REDACT_MIGRATIONS
+            for app, model, columns in importlib.import_module(name).STORED_RAW
+            for column in columns
+        }
+        made_redacting = {
+            "agent.AgentSession.title",
+            "agent.Elicitation.reason",
+            "interop.PeerConversation.external_id",
+            "interop.PeerConversation.remote_task_id",
+            "interop.PeerConversation.remote_state",
+            "interop.A2ATask.context_id",
+            "controlroom.ApprovalDecision.reason",
+            "controlroom.ApprovalDecision.detail",
+            "controlroom.TargetContext.blast_radius",
+            "controlroom.TargetContext.executions",
+            "controlroom.TargetContext.blast_problem",
+            "controlroom.TargetContext.executions_problem",
+            "watch.Investigation.entity",
+            "watch.Investigation.kind",
+            "watch.Investigation.severity",
+            "watch.Investigation.title",
+            "watch.Investigation.event",
+            "watch.Investigation.storm_events",
+            "watch.Investigation.escalation",
+            "watch.WatchedEvent.data",
+            "matrix.MatrixApprovalCard.request",
+            "matrix.MatrixApprovalCard.detail",
+        }
+        # JSON columns that redacted before but not their keys.
+        keys_only = {f"{label}.{column}" for label, column in [
+            ("agent.Message", "content"), ("agent.Activity", "arguments"), ("agent.Activity", "result"),
+            ("agent.ToolCatalog", "tools"), ("agent.Elicitation", "requested_schema"), ("agent.Elicitation", "fields"),
+            ("agent.Elicitation", "content"), ("interop.A2ATask", "data"),
+        ]}  # fmt: skip
+        json_columns = {name for name, column in _text_columns().items() if isinstance(column, RedactedJSONField)}
+
+        assert listed == made_redacting | keys_only
+        assert json_columns <= listed
+
     def test_watch_0003_redacts_what_earlier_versions_stored_raw(self, configured_secret: str) -> None:
         session_id = uuid.uuid4()
         raw_event = f'{{"data": {{"summary": "password={configured_secret}", "{configured_secret}": 1}}}}'
