@@ -110,26 +110,19 @@ def _redact_walk(pattern: re.Pattern[str], value: Any) -> Any:
 
 def _redact_dict(pattern: re.Pattern[str], value: dict[Any, Any]) -> dict[Any, Any]:
     # Keys shorter than a secret cannot hold one: most dicts (content blocks, tool arguments) are
-    # walked without a substitution per key.
-    keys = {key: _redact_key(pattern, key) for key in value}
-    if all(key is redacted for key, redacted in keys.items()):
+    # walked as before, with one search per longer key.
+    if not any(isinstance(key, str) and len(key) >= MIN_SECRET_LENGTH and pattern.search(key) for key in value):
         return {key: _redact_walk(pattern, item) for key, item in value.items()}
-    taken = {key for key, redacted in keys.items() if key is redacted}
+    keys = {key: pattern.sub(REDACTED, key) if isinstance(key, str) else key for key in value}
+    taken = {key for key, redacted in keys.items() if redacted == key}
     out = {}
     for key, item in value.items():
         name = keys[key]
-        if name is not key:
+        if name != key:
             name = _key_free(name, taken)
             taken.add(name)
         out[name] = _redact_walk(pattern, item)
     return out
-
-
-def _redact_key(pattern: re.Pattern[str], key: Any) -> Any:
-    if not isinstance(key, str) or len(key) < MIN_SECRET_LENGTH:
-        return key
-    redacted = pattern.sub(REDACTED, key)
-    return key if redacted == key else redacted
 
 
 def _key_free(name: str, taken: set[Any]) -> str:
