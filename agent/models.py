@@ -12,12 +12,12 @@ import uuid
 
 from django.db import models
 
-from agent.fields import RedactedJSONField, RedactedTextField
+from agent.fields import RedactedCharField, RedactedJSONField, RedactedTextField
 
 
 class AgentSession(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    title = models.CharField(max_length=200, blank=True)
+    title = RedactedCharField(max_length=200, blank=True)
     # The operator who started it, `agent:hermes` for proactive sessions, `peer:<name>` for peers.
     actor = models.CharField(max_length=150)
     # Where the session was opened: cli, api, ui, mcp, a2a. Informational only.
@@ -267,7 +267,7 @@ class Elicitation(models.Model):
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
     content = RedactedJSONField(null=True, blank=True)
     # Why, when nobody chose the answer (a timeout, no operator in the turn, a form Hermes cannot show).
-    reason = models.TextField(blank=True)
+    reason = RedactedTextField(blank=True)
     answered_by = models.CharField(max_length=150, blank=True)
     created_at = models.DateTimeField()
     expires_at = models.DateTimeField()

@@ -17,7 +17,7 @@ import re
 import threading
 from collections.abc import Iterable
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, unquote_plus, urlsplit
 
 from django.conf import settings
 from django.core.signals import setting_changed
@@ -74,19 +74,64 @@ def redact(text: str) -> str:
 
 
 def redact_value(value: Any) -> Any:
-    """`value` with `redact()` applied to every string inside it (dicts, lists and tuples walked)."""
+    """`value` with `redact()` applied to every string inside it, dict keys included.
+
+    Dicts, lists and tuples are walked. A key that redaction changes keeps its place; when its
+    redacted form is already a key of the dict, it is numbered (`[REDACTED] 2`, ...) rather than
+    overwriting that key's value.
+    """
     pattern = _pattern()
     return value if pattern is None else _redact_walk(pattern, value)
+
+
+def redact_uri(uri: str) -> str:
+    """A request's path and query with every secret redacted, also where it was percent-encoded.
+
+    For logs: a client may encode any character, so `?q=sk%2Dant...` hides a secret from `redact()`.
+    When the decoded text holds one, the decoded text is redacted and encoded again.
+    """
+    redacted = redact(uri)
+    decoded = unquote_plus(redacted)
+    cleaned = redact(decoded)
+    if cleaned == decoded:
+        return redacted
+    return quote(cleaned, safe="/?&=;:@,+$!*'()[]~")
 
 
 def _redact_walk(pattern: re.Pattern[str], value: Any) -> Any:
     if isinstance(value, str):
         return pattern.sub(REDACTED, value) if value else value
     if isinstance(value, dict):
-        return {key: _redact_walk(pattern, item) for key, item in value.items()}
+        return _redact_dict(pattern, value)
     if isinstance(value, list | tuple):
         return type(value)(_redact_walk(pattern, item) for item in value)
     return value
+
+
+def _redact_dict(pattern: re.Pattern[str], value: dict[Any, Any]) -> dict[Any, Any]:
+    # Keys shorter than a secret cannot hold one: most dicts (content blocks, tool arguments) are
+    # walked as before, with one search per longer key.
+    if not any(isinstance(key, str) and len(key) >= MIN_SECRET_LENGTH and pattern.search(key) for key in value):
+        return {key: _redact_walk(pattern, item) for key, item in value.items()}
+    keys = {key: pattern.sub(REDACTED, key) if isinstance(key, str) else key for key in value}
+    taken = {key for key, redacted in keys.items() if redacted == key}
+    out = {}
+    for key, item in value.items():
+        name = keys[key]
+        if name != key:
+            name = _key_free(name, taken)
+            taken.add(name)
+        out[name] = _redact_walk(pattern, item)
+    return out
+
+
+def _key_free(name: str, taken: set[Any]) -> str:
+    if name not in taken:
+        return name
+    number = 2
+    while f"{name} {number}" in taken:
+        number += 1
+    return f"{name} {number}"
 
 
 def redaction_key() -> object:

@@ -26,6 +26,7 @@ from agent.engine.context import SUMMARY_HEADER, SessionContext, StoredMessage
 from agent.engine.history import synthetic_tool_results, tool_uses_unanswered
 from agent.models import Activity, AgentSession, Instance, Message, SearchEntry, ToolCatalog, Turn
 from agent.prices import turn_cost
+from agent.redaction import redact
 from agent.search.entries import activity_entry, message_entry, search_result_addition
 from agent.selectors import session_context
 from agent.statements import Insert, Update
@@ -114,8 +115,12 @@ class TurnBegun:
 
 
 def session_title_from(text: str) -> str:
-    """A title from the first question: its first line, cut at a word boundary."""
-    line = " ".join(text.strip().split())
+    """A title from the first question: its first line, cut at a word boundary.
+
+    Redacted before it is cut: a cut through a secret would leave its start, which the stored
+    column's redaction no longer recognises.
+    """
+    line = " ".join(redact(text).strip().split())
     if len(line) <= TITLE_MAX:
         return line
     cut = line[: TITLE_MAX - 1].rsplit(" ", 1)[0] or line[: TITLE_MAX - 1]

@@ -3,8 +3,9 @@
 Everything from outside Hermes — questions, answers, tool arguments and results, names, Oikos's
 messages — is placed where it cannot change the note's structure:
 - questions and answers are block quotes (every line prefixed), so a heading, a rule or an unclosed
-  code fence in them ends with the quote; `<` outside code becomes `&lt;`, so no raw HTML reaches a
-  renderer that allows it;
+  code fence in them ends with the quote; outside code blocks nothing can open HTML, a link or an
+  image (`quoted`), so no raw HTML, `javascript:` link or remote image reaches a renderer that
+  allows them;
 - arguments and results are fenced code blocks whose fence is longer than any backtick run inside;
 - short values (titles, names, ids) are inline text with Markdown punctuation backslash-escaped, or
   code spans delimited by more backticks than they contain.
@@ -15,19 +16,35 @@ from __future__ import annotations
 import datetime
 import json
 import re
+from collections.abc import Iterator
 from decimal import Decimal
+from urllib.parse import urlsplit
+
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
 
 from controlroom.export import ApprovalFact, SessionExport, StepFact, ToolCallFact, TurnFact
 
 _PUNCTUATION = re.compile(r"([\\`*_{}\[\]<>&!|#~])")
 _BACKTICKS = re.compile(r"`+")
-_FENCE_LINE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_CODE_SPAN = re.compile(r"(`+)(.+?)(?<!`)\1(?!`)")
 
 
 def inline(text: str) -> str:
     """`text` as literal inline Markdown on one line: punctuation escaped, newlines as spaces."""
-    return _PUNCTUATION.sub(r"\\\1", " ".join(str(text).split()))
+    return _escaped(_PUNCTUATION, " ".join(str(text).split()))
+
+
+def _escaped(pattern: re.Pattern[str], text: str) -> str:
+    """`text` with what `pattern` matches backslash-escaped, but `<` as `&lt;`.
+
+    cmark-gfm's autolink extension takes a backslash into the URL it links
+    (`https://a.example\\<img ...>`), which leaves the `<` after it unescaped; an entity it keeps out.
+    """
+    return pattern.sub(_escape_one, text)
+
+
+def _escape_one(match: re.Match[str]) -> str:
+    return "&lt;" if match.group() == "<" else "\\" + match.group()
 
 
 def code_span(text: str) -> str:
@@ -47,34 +64,88 @@ def fenced(text: str, info: str = "") -> str:
 
 
 def quoted(text: str) -> str:
-    """Model or operator Markdown as a block quote, with raw HTML outside code neutralised."""
-    lines = _html_neutralised(str(text).strip()).split("\n") or [""]
-    return "\n".join(f"> {line}" if line.strip() else ">" for line in lines)
+    """Model or operator Markdown as a block quote that renders no HTML, no image and no odd link.
+
+    Which lines are code blocks is decided by a CommonMark parser (markdown-it-py), not by
+    patterns; they are kept verbatim (a renderer shows them as text). Every other line keeps its
+    code spans, found as CommonMark finds them (a backslash escapes a backtick outside code, not
+    inside), and has `\\`, the backtick, `[`, `]` and `&` backslash-escaped everywhere else, `<` as
+    `&lt;`. So no link, image, autolink or HTML tag can begin outside code, whatever backslashes
+    or fence-like lines the text holds; bare http(s) URLs still become links where the renderer links
+    them. The result is parsed again, raw HTML allowed: should any HTML, image or link other than
+    http(s) remain (a table cell splitting a code span, say), the text is fenced whole instead.
+    """
+    body = str(text).strip()
+    code = _code_lines(body)
+    lines = [line if number in code else _prose_line(line) for number, line in enumerate(body.split("\n"))]
+    note = "\n".join(f"> {line}" if line.strip() else ">" for line in lines)
+    return note if note_safe(note) else fenced(body, "text")
 
 
-def _html_neutralised(text: str) -> str:
+_PROSE = re.compile(r"([\\`\[\]<&])")
+# What starts an autolink in cmark-gfm: a scheme's colon, `www.`, an email's `@`.
+_AUTOLINK = re.compile(r"[:@]|www\.", re.IGNORECASE)
+# Where cmark-gfm ends an autolink: ASCII white space only (not a no-break space).
+_SPACE = re.compile(r"[ \t\r\n\f\v]")
+
+
+def _prose_line(line: str) -> str:
+    """`line` with its code spans as they are and everything around them escaped (`_PROSE`)."""
     out: list[str] = []
-    fence: str | None = None
-    for line in text.split("\n"):
-        marker = _FENCE_LINE.match(line)
-        if fence is not None:
-            out.append(line)
-            if marker and marker.group(1)[0] == fence[0] and len(marker.group(1)) >= len(fence):
-                fence = None
+    start = at = 0
+    while at < len(line):
+        if line[at] == "\\":
+            at += 2  # an escaped character: never opens a code span
             continue
-        if marker:
-            fence = marker.group(1)
-            out.append(line)
+        run = _BACKTICKS.match(line, at)
+        if run is None:
+            at += 1
             continue
-        # Outside code spans only: `<` in code is shown as it is, never parsed as HTML.
-        pieces, last = [], 0
-        for span in _CODE_SPAN.finditer(line):
-            pieces.append(line[last : span.start()].replace("<", "&lt;"))
-            pieces.append(span.group(0))
-            last = span.end()
-        pieces.append(line[last:].replace("<", "&lt;"))
-        out.append("".join(pieces))
-    return "\n".join(out)
+        close = next((m for m in _BACKTICKS.finditer(line, run.end()) if len(m.group()) == len(run.group())), None)
+        if close is None or _AUTOLINK.search(_SPACE.split(line[: run.start()])[-1]):
+            # No closing run on the line, or a URL right before it that cmark-gfm's autolinks would
+            # extend over the opening backticks (they end only at a space or `<`), leaving the span's
+            # text to be read as Markdown: literal backticks, escaped with the prose.
+            at = run.end()
+            continue
+        out += [_escaped(_PROSE, line[start:at]), line[at : close.end()]]
+        start = at = close.end()
+    out.append(_escaped(_PROSE, line[start:]))
+    return "".join(out)
+
+
+_CODE_BLOCKS = ("fence", "code_block")
+# As permissive as a note's reader may be: raw HTML passed through, GitHub's tables and strikethrough.
+_reader = MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"])
+_parser = MarkdownIt("commonmark", {"html": True})
+
+
+def _code_lines(text: str) -> set[int]:
+    lines: set[int] = set()
+    for token in _parser.parse(text):
+        if token.type in _CODE_BLOCKS and token.map:
+            lines.update(range(*token.map))
+    return lines
+
+
+def note_safe(markdown: str) -> bool:
+    """True when `markdown` parses to no raw HTML, no image and only http(s) links."""
+    return all(_token_safe(token) for token in _tokens_nested(_reader.parse(markdown)))
+
+
+def _tokens_nested(tokens: list[Token]) -> Iterator[Token]:
+    for token in tokens:
+        yield token
+        if token.children:
+            yield from _tokens_nested(token.children)
+
+
+def _token_safe(token: Token) -> bool:
+    if token.type in ("html_block", "html_inline", "image"):
+        return False
+    if token.type == "link_open":
+        return urlsplit(str(token.attrGet("href") or "")).scheme.lower() in ("http", "https")
+    return True
 
 
 _DECIDED = {"approve": "approved", "deny": "denied"}

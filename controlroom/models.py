@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from django.db import models
 
+from agent.fields import RedactedJSONField, RedactedTextField
+
 
 class ApprovalDecision(models.Model):
     class Decision(models.TextChoices):
@@ -33,9 +35,9 @@ class ApprovalDecision(models.Model):
     execution_id = models.CharField(max_length=100, blank=True)
     decision = models.CharField(max_length=10, choices=Decision.choices)
     operator = models.CharField(max_length=150)
-    reason = models.TextField(blank=True)
+    reason = RedactedTextField(blank=True)
     outcome = models.CharField(max_length=20, choices=Outcome.choices)
-    detail = models.TextField(blank=True)
+    detail = RedactedTextField(blank=True)
     decided_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -58,12 +60,12 @@ class TargetContext(models.Model):
 
     target = models.CharField(max_length=200, primary_key=True)
     # `[{slug, depth, via, type, health}]`, nearest first, as Oikos's blast radius lists them.
-    blast_radius = models.JSONField(default=list)
+    blast_radius = RedactedJSONField(default=list)
     # `[{execution_id, action, status, requested_by, requested_at, finished_at}]`, newest first.
-    executions = models.JSONField(default=list)
+    executions = RedactedJSONField(default=list)
     # Why the blast radius or the executions are missing ("" when both came back).
-    blast_problem = models.TextField(blank=True)
-    executions_problem = models.TextField(blank=True)
+    blast_problem = RedactedTextField(blank=True)
+    executions_problem = RedactedTextField(blank=True)
     fetched_at = models.DateTimeField()
 
     class Meta:

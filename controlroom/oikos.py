@@ -4,6 +4,10 @@ The control room talks to Oikos as its own service identity (`OIKOS_API_TOKEN`),
 agent's MCP token: Oikos refuses approval decisions from agent identities, and the deciding
 operator travels in the request body. Every failure becomes one of the exceptions below, with a
 sentence an operator can act on; nothing here returns half a result.
+
+What Oikos answers is outside text (a signal's message, an approval's reason, a log line quoted
+in an execution's output), so every answer and event leaves this seam with the configured secrets
+redacted (`agent.redaction.redact_value`), before any page, table or model sees it.
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ from urllib.parse import quote, urlsplit, urlunsplit
 
 import httpx2
 from django.conf import settings
+
+from agent.redaction import redact, redact_value
 
 logger = logging.getLogger(__name__)
 
@@ -217,7 +223,8 @@ class OikosClient:
             body = None
         if not isinstance(body, dict):
             raise OikosUnavailable(f"Oikos answered {method} {path} with something that is not a JSON object.")
-        return body
+        redacted: dict[str, Any] = redact_value(body)
+        return redacted
 
     def _failure(self, response: httpx2.Response) -> OikosError:
         try:
@@ -226,13 +233,13 @@ class OikosClient:
             body = {}
         if not isinstance(body, dict):
             body = {}
-        code = str(body.get("error") or "")
-        message = str(body.get("message") or "")
+        code = redact(str(body.get("error") or ""))
+        message = redact(str(body.get("message") or ""))
         status = response.status_code
         if status == 409:
             return AlreadyDecided(
-                decided_by=str(body.get("decided_by") or "someone else"),
-                status=str(body.get("status") or "decided"),
+                decided_by=redact(str(body.get("decided_by") or "someone else")),
+                status=redact(str(body.get("status") or "decided")),
                 message=message or "This approval was already decided.",
             )
         if status == 401:
@@ -256,9 +263,9 @@ def _event_parse(sse: httpx2.ServerSentEvent) -> OikosEvent | None:
     return OikosEvent(
         # The SSE id is what Last-Event-ID must echo; the envelope repeats it.
         id=sse.id or str(envelope.get("id") or ""),
-        type=str(envelope.get("type") or sse.event),
-        at=str(envelope.get("at") or ""),
-        data=envelope["data"],
+        type=redact(str(envelope.get("type") or sse.event)),
+        at=redact(str(envelope.get("at") or "")),
+        data=redact_value(envelope["data"]),
     )
 
 

@@ -13,6 +13,8 @@ It takes exactly Daphne's command line. What it adds:
 - The garbage collector is off while the process starts, and what start-up built is then frozen out
   of its sight (`hermes_site.collector`).
 - Its event loop's lag is sampled for `/metrics` (`hermes_event_loop_lag_seconds`).
+- Daphne's access log (written straight to its stream, not through `logging`) has the configured
+  secrets redacted from each request line, percent-encoded ones included (`redact_uri`).
 - Twisted's asyncio reactor runs on uvloop's event loop unless `HERMES_EVENT_LOOP=asyncio`: under
   200 turns at once the standard loop's own Python code was a sixth of the server's time.
 """
@@ -56,9 +58,12 @@ def event_loop_install() -> tuple[str, asyncio.AbstractEventLoop]:
 
 EVENT_LOOP, _loop = event_loop_install()
 
+from daphne.access import AccessLogGenerator  # noqa: E402
 from daphne.cli import CommandLineInterface  # noqa: E402
 from daphne.server import Server  # noqa: E402
 from twisted.internet import defer  # noqa: E402
+
+from agent.redaction import redact, redact_uri  # noqa: E402
 
 logger = logging.getLogger("hermes_site.serve")
 
@@ -69,7 +74,21 @@ SHUTDOWN_GRACE_SECONDS = 6.0
 DRAIN_SECONDS = 1.0
 
 
+class RedactedAccessLog(AccessLogGenerator):
+    """Daphne's NCSA access log with secrets redacted from the request line (`GET /search?q=...`)."""
+
+    def write_entry(self, host: str, date: Any, request: str, *args: Any, **kwargs: Any) -> None:
+        method, _, path = request.partition(" ")
+        super().write_entry(host, date, f"{method} {redact_uri(path)}" if path else redact(request), *args, **kwargs)
+
+
 class HermesServer(Server):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        logger_given = kwargs.get("action_logger")
+        if isinstance(logger_given, AccessLogGenerator) and not isinstance(logger_given, RedactedAccessLog):
+            kwargs["action_logger"] = RedactedAccessLog(logger_given.stream)
+        super().__init__(*args, **kwargs)
+
     def run(self) -> None:
         # Django is set up and the application loaded: the start-up is over.
         startup_end()

@@ -12,7 +12,7 @@ import uuid
 
 from django.db import models
 
-from agent.fields import RedactedJSONField, RedactedTextField
+from agent.fields import RedactedCharField, RedactedJSONField, RedactedTextField
 from agent.models import AgentSession, Turn
 
 
@@ -58,7 +58,7 @@ class PeerConversation(models.Model):
     dialect = models.CharField(max_length=10, choices=Dialect.choices)
     direction = models.CharField(max_length=10, choices=Direction.choices)
     # The peer's id for the thread: GarraIA task id, or A2A contextId.
-    external_id = models.CharField(max_length=200)
+    external_id = RedactedCharField(max_length=200)
     session = models.ForeignKey(
         AgentSession, on_delete=models.SET_NULL, null=True, blank=True, related_name="peer_conversations"
     )
@@ -67,8 +67,8 @@ class PeerConversation(models.Model):
     stop_reason = models.CharField(max_length=40, blank=True)
     turns = models.PositiveIntegerField(default=0)
     # A2A: the last task of the thread and its state (an input-required task is continued by id).
-    remote_task_id = models.CharField(max_length=200, blank=True)
-    remote_state = models.CharField(max_length=30, blank=True)
+    remote_task_id = RedactedCharField(max_length=200, blank=True)
+    remote_state = RedactedCharField(max_length=30, blank=True)
     started_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -120,7 +120,7 @@ class A2ATask(models.Model):
 
     id = models.CharField(primary_key=True, max_length=200)
     owner = models.CharField(max_length=100)
-    context_id = models.CharField(max_length=200)
+    context_id = RedactedCharField(max_length=200)
     state = models.CharField(max_length=40)
     data = RedactedJSONField()
     # Counts the writes to the task (the SDK's `TaskVersion`): a writer holding an older version

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from django.db import models
 
+from agent.fields import RedactedJSONField, RedactedTextField
 from agent.models import AgentSession
 from watch.models import Investigation
 
@@ -79,13 +80,13 @@ class MatrixApprovalCard(models.Model):
     # The card's own event: reactions relate to it, edits replace it.
     event_id = models.CharField(max_length=255, unique=True)
     # {"action", "target", "risk_class", "reason"}: what the card shows whatever its state.
-    request = models.JSONField(default=dict)
+    request = RedactedJSONField(default=dict)
     # pending → approved/denied → running → completed/failed, as Oikos reports it.
     status = models.CharField(max_length=20, default="pending")
     decided_by = models.CharField(max_length=150, blank=True)
     # Where the decision was taken: "matrix", or "elsewhere" (the control room, another client).
     decided_via = models.CharField(max_length=20, blank=True)
-    detail = models.TextField(blank=True)
+    detail = RedactedTextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from django.db import models
 
+from agent.fields import RedactedCharField, RedactedJSONField
 from agent.models import AgentSession
 
 
@@ -25,10 +26,10 @@ class Investigation(models.Model):
         AgentSession, on_delete=models.SET_NULL, null=True, blank=True, related_name="investigation"
     )
     # Which entity and what kind of trouble: the cooldown key (`service:sonarr`, `http_timeout`).
-    entity = models.CharField(max_length=200, blank=True)
-    kind = models.CharField(max_length=100)
-    severity = models.CharField(max_length=20, blank=True)
-    title = models.CharField(max_length=200)
+    entity = RedactedCharField(max_length=200, blank=True)
+    kind = RedactedCharField(max_length=100)
+    severity = RedactedCharField(max_length=20, blank=True)
+    title = RedactedCharField(max_length=200)
     state = models.CharField(max_length=10, choices=State.choices, default=State.OPEN)
     # Generic on purpose: "budget", "hourly_cap", ... — whatever kept the model from being called.
     skipped_reason = models.CharField(max_length=40, blank=True)
@@ -37,12 +38,12 @@ class Investigation(models.Model):
     # How often it fired: 1 at opening, +1 for each repeat within the cooldown ("fired again xN").
     fired_count = models.PositiveIntegerField(default=1)
     first_event_id = models.CharField(max_length=40)
-    event = models.JSONField(default=dict)
+    event = RedactedJSONField(default=dict)
     # The storm's other events, in brief: [{"id", "type", "entity", "kind", "severity"}].
-    storm_events = models.JSONField(default=list, blank=True)
+    storm_events = RedactedJSONField(default=list, blank=True)
     # {"summary", "impact", "evidence": [{"tool", "correlation_id", ...}], "likely_cause",
     #  "next_step", "approvals": [...]} — filled when the investigation turn ends.
-    escalation = models.JSONField(default=dict, blank=True)
+    escalation = RedactedJSONField(default=dict, blank=True)
     opened_at = models.DateTimeField(auto_now_add=True)
     last_fired_at = models.DateTimeField(auto_now_add=True)
     resolved_at = models.DateTimeField(null=True, blank=True)
@@ -75,7 +76,7 @@ class WatchedEvent(models.Model):
     seq = models.BigIntegerField(null=True)
     type = models.CharField(max_length=60)
     at = models.CharField(max_length=40, blank=True)
-    data = models.JSONField(default=dict)
+    data = RedactedJSONField(default=dict)
     # The `Instance` id of the watcher that claimed it.
     claimed_by = models.UUIDField(null=True, blank=True)
     claimed_at = models.DateTimeField(auto_now_add=True)

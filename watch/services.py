@@ -18,6 +18,7 @@ from django.db.models import F, Max
 from django.utils import timezone
 
 from agent.models import AgentSession
+from agent.redaction import redact
 from watch.models import Investigation, WatchedEvent
 from watch.policy import Trigger, TriggerPolicy
 
@@ -48,11 +49,13 @@ def watch_cursor() -> str:
 
 
 def _title(trigger: Trigger, event_type: str) -> str:
+    # Redacted before it is cut: a cut through a secret would leave its start, which the stored
+    # column's redaction no longer recognises.
     where = trigger.entity or "the fleet"
     if event_type == "entity.health_changed":
         health = "down" if trigger.severity == "critical" else "degraded"
-        return f"{where} is {health}: {trigger.summary}"[:200]
-    return f"{trigger.severity}: {trigger.kind} on {where} — {trigger.summary}"[:200]
+        return redact(f"{where} is {health}: {trigger.summary}")[:200]
+    return redact(f"{trigger.severity}: {trigger.kind} on {where} — {trigger.summary}")[:200]
 
 
 def _seq(event_id: str) -> int | None:
