@@ -280,6 +280,7 @@ def _elicitations_place(views: list[TurnView]) -> None:
                 reason=row.reason,
                 answered_by=row.answered_by,
                 expires_at=row.expires_at.isoformat(),
+                purpose=row.purpose,
             )
             after = next(
                 (

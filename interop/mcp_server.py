@@ -47,6 +47,7 @@ from mcp.types import (
 from agent.engine.budgets import Budgets
 from agent.engine.runner import TurnRejected, turn_start
 from agent.version import NAME, hermes_version
+from interop.peers import peer_may_propose
 from interop.selectors import session_belongs_to
 from interop.server.conversation import PEER_CANCEL_REASON
 from interop.turns import turn_answer
@@ -147,7 +148,13 @@ async def hermes_ask(arguments: dict[str, Any], *, peer: str) -> CallToolResult:
         budgets = dataclasses.replace(budgets, timeout=min(budgets.timeout, float(timeout)))
     try:
         handle = await turn_start(
-            text=message, actor=actor, origin="mcp", session_id=session_id, budgets=budgets, origin_peer=peer
+            text=message,
+            actor=actor,
+            origin="mcp",
+            session_id=session_id,
+            budgets=budgets,
+            origin_peer=peer,
+            may_propose=peer_may_propose(peer),
         )
     except TurnRejected as rejected:
         return _failure(rejected.code, rejected.message)

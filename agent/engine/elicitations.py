@@ -115,5 +115,6 @@ class TurnElicitor:
                 content=None if pending else answer.content,
                 reason="" if pending else answer.reason,
                 answered_by="" if pending else answer.answered_by,
+                purpose=ask.purpose,
             )
         )

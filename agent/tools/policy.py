@@ -72,6 +72,9 @@ OIKOS_TOOLS = frozenset(
         "list_approvals",
     }
 )
+# The reads among them: what Oikos documents as changing nothing, which a read-only turn may call
+# whatever its annotations say (`agent.tools.provenance`).
+OIKOS_READ_TOOLS = OIKOS_TOOLS - {"request_execution"}
 
 # Words of a tool name, whether written snake_case, kebab-case, dotted or camelCase.
 _WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")

@@ -38,6 +38,7 @@ from agent.live import turn_registry
 from agent.redaction import redact
 from agent.selectors import turn_status
 from interop import services
+from interop.peers import peer_may_propose
 from interop.services import ConversationRefused
 from interop.turns import turn_answer
 
@@ -203,6 +204,7 @@ async def _turn_start(peer: str, text: str, begun: services.ExchangeBegun) -> Tu
                 session_id=session_id,
                 budgets=inbound_budgets(),
                 origin_peer=peer,
+                may_propose=peer_may_propose(peer),
             )
         except TurnRejected as rejected:
             if rejected.code == "session_not_found" and session_id is not None:
