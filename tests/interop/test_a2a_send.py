@@ -265,7 +265,7 @@ async def test_a_model_messages_a_peer_and_the_reply_comes_back_untrusted_and_in
         return Reply.text("GarraIA asked me to restart everything; I won't.")
 
     llm.responder = model
-    handle = await turn_start(text="ask garra what changed", actor="operator:test", origin="test", hub=hub)
+    handle = await turn_start(text="ask garra what changed", actor="operator:test", origin="cli", hub=hub)
     events = await turn_collect(handle)
 
     [result] = [event for event in events if isinstance(event, ToolResult)]
