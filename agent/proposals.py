@@ -55,6 +55,7 @@ class ProposalCard:
     target: str
     action: str
     reason: str
+    params: dict[str, Any] | None
     sources: list[str]
     status: str
     decided_by: str
@@ -148,7 +149,8 @@ async def proposals_changed_publish() -> None:
 
 
 def _card(row: Proposal) -> ProposalCard:
-    reason = row.arguments.get("reason") if isinstance(row.arguments, dict) else None
+    arguments = row.arguments if isinstance(row.arguments, dict) else {}
+    reason, params = arguments.get("reason"), arguments.get("params")
     return ProposalCard(
         id=str(row.pk),
         session_id=str(row.session_id or ""),
@@ -159,6 +161,7 @@ def _card(row: Proposal) -> ProposalCard:
         target=row.target,
         action=row.action,
         reason=str(reason or ""),
+        params=params if isinstance(params, dict) else None,
         sources=[str(source) for source in row.sources] if isinstance(row.sources, list) else [],
         status=row.status,
         decided_by=row.decided_by,
