@@ -414,7 +414,11 @@ class ToolHub:
             if known is None:
                 self._listed.pop(name, None)
             else:
-                specs = [self._spec_known(name, entry) for entry in known if config.allows(entry["tool"])]
+                specs = [
+                    self._spec_known(name, entry)
+                    for entry in known
+                    if config.allows(entry["tool"], read_only=entry["read_only"])
+                ]
                 self._listed[name] = (-1, specs)
             return
         await self._listed_set(name, connection.generation, tools)
@@ -450,7 +454,11 @@ class ToolHub:
         source = (generation, tools, redaction_key())
         if self._listed_from.get(name) == source:
             return
-        specs = [self._spec(name, tool) for tool in tools if config.allows(tool.name)]
+        specs = [
+            self._spec(name, tool)
+            for tool in tools
+            if config.allows(tool.name, read_only=bool(tool.annotations and tool.annotations.read_only_hint))
+        ]
         self._listed[name] = (generation, specs)
         self._listed_from[name] = source
         await self._catalog.remember(config, [_catalog_entry(spec) for spec in specs])
