@@ -142,6 +142,16 @@ def escalation_build(*, turn_id: uuid.UUID) -> dict[str, Any]:
         for approval_id in [_approval_id(call.result)]
         if approval_id
     ]
+    # Proposed in Hermes instead of sent (HERMES_INVESTIGATIONS_MAY_PROPOSE): the ledger holds the proposal's id.
+    escalation["proposals"] = [
+        {
+            "proposal_id": call.result["proposal_id"],
+            "target": call.arguments.get("target"),
+            "action": call.arguments.get("action"),
+        }
+        for call in calls
+        if call.tool == "request_execution" and isinstance(call.result, dict) and call.result.get("proposal_id")
+    ]
     escalation["correlation_id"] = str(turn_id)
     escalation["turn_status"] = turn.status
     return escalation

@@ -207,6 +207,9 @@ async def test_investigations_are_read_only_unless_enabled(
     proposed = await database_sync_to_async(lambda: [(p.target, p.action, p.status) for p in Proposal.objects.all()])()
     if may_propose:
         assert proposed == [("service:jellyfin", "deploy", "pending")]
+        assert [(p["target"], p["action"]) for p in investigation.escalation["proposals"]] == [
+            ("service:jellyfin", "deploy")
+        ]
     else:
         assert proposed == []
         assert executions == []
