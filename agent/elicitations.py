@@ -74,6 +74,7 @@ class PendingElicitation:
     reason: str
     answered_by: str
     expires_at: datetime.datetime
+    purpose: str = "form"
 
 
 # --- services ------------------------------------------------------------------------------------
@@ -116,6 +117,7 @@ def elicitation_open(
             message=ask.message,
             requested_schema=ask.requested_schema,
             fields=[field.to_dict() for field in ask.fields],
+            purpose=ask.purpose,
             created_at=now,
             expires_at=now + datetime.timedelta(seconds=timeout),
         )
@@ -229,6 +231,7 @@ def _pending(row: Elicitation) -> PendingElicitation:
         reason=row.reason,
         answered_by=row.answered_by,
         expires_at=row.expires_at,
+        purpose=row.purpose,
     )
 
 

@@ -268,6 +268,9 @@ class Elicitation(models.Model):
     content = RedactedJSONField(null=True, blank=True)
     # Why, when nobody chose the answer (a timeout, no operator in the turn, a form Hermes cannot show).
     reason = RedactedTextField(blank=True)
+    # `form`: a server's question; `confirmation`: Hermes asks before running an execution whose
+    # instruction may come from text it does not trust (`agent.engine.actions`).
+    purpose = models.CharField(max_length=20, default="form", blank=True)
     answered_by = models.CharField(max_length=150, blank=True)
     created_at = models.DateTimeField()
     expires_at = models.DateTimeField()
@@ -327,3 +330,48 @@ class SearchEntry(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} of session {self.session_id}"
+
+
+class Proposal(models.Model):
+    """An execution a turn that may not act proposed (a peer's, an investigation's), for an operator.
+
+    Nothing reaches Oikos while it is `pending`: only an operator's approval in Hermes sends the
+    `request_execution` to Oikos, as that operator — even for actions Oikos would run on its own
+    (`agent.proposals`). Exactly one decision wins (a conditional update on `pending`).
+    """
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "waiting for an operator"
+        APPROVED = "approved"
+        REJECTED = "rejected"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    correlation_id = models.UUIDField()
+    session = models.ForeignKey(
+        AgentSession, on_delete=models.SET_NULL, related_name="proposals", null=True, blank=True
+    )
+    # Who proposed it: `peer:<name>`, `agent:hermes`; and where its turn came from (a2a, signal, ...).
+    proposed_by = models.CharField(max_length=150)
+    origin = models.CharField(max_length=20, blank=True)
+    tool_use_id = models.CharField(max_length=100, blank=True)
+    server = models.CharField(max_length=100)
+    tool = models.CharField(max_length=200)
+    target = RedactedTextField(blank=True)
+    action = models.CharField(max_length=40, blank=True)
+    arguments = RedactedJSONField(default=dict)
+    # What the turn had read that it does not trust, where the proposal may have come from.
+    sources = RedactedJSONField(default=list)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    decided_by = models.CharField(max_length=150, blank=True)
+    decided_at = models.DateTimeField(null=True, blank=True)
+    # What Oikos answered when the approved request was sent (execution id and status, or the error).
+    outcome = RedactedJSONField(default=dict)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        db_table = "agent_proposals"
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["status", "-created_at"], name="agent_proposal_status_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.action} {self.target} proposed by {self.proposed_by} ({self.status})"

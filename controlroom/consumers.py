@@ -25,6 +25,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from agent import metrics
 from agent.elicitations import ELICITATIONS_GROUP, elicitations_pending
 from agent.live import SESSIONS_GROUP, session_group, turn_registry
+from agent.proposals import PROPOSALS_GROUP, proposals_pending
 from controlroom import fragments, selectors
 from controlroom.approvals import approvals_confirmed, approvals_listed
 from controlroom.identity import operator_name
@@ -86,6 +87,7 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
         self.elicitations_shown: list[str] | None = None
         if self.with_rail:
             await self.channel_layer.group_add(ELICITATIONS_GROUP, self.channel_name)
+            await self.channel_layer.group_add(PROPOSALS_GROUP, self.channel_name)
         # Every page follows Oikos (inline approval cards follow their execution); only the home
         # page draws the rail.
         self.relay = oikos_relay()
@@ -106,6 +108,7 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
             await self.channel_layer.group_discard(SESSIONS_GROUP, self.channel_name)
         if getattr(self, "with_rail", False):
             await self.channel_layer.group_discard(ELICITATIONS_GROUP, self.channel_name)
+            await self.channel_layer.group_discard(PROPOSALS_GROUP, self.channel_name)
         if hasattr(self, "relay"):
             await self.relay.unsubscribe(self.channel_name)
         if hasattr(self, "feed"):
@@ -141,6 +144,7 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
         if self.with_rail:
             parts.append(fragments.rail_replace(self.relay.state))
             parts.append(await self._elicitations_if_changed())
+            parts.append(await self._proposals())
         listed: list[ApprovalState] = []
         if self.with_approvals:
             # Drawn again: an approval raised between the page's render and this socket shows too.
@@ -171,6 +175,15 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
             return ""
         self.elicitations_shown = ids
         return fragments.elicitations_replace(pending)
+
+    # --- executions proposed by peers and investigations, in the rail ---------------------------------
+
+    async def proposals_changed(self, message: dict[str, Any]) -> None:
+        """A proposal was made or decided somewhere: redraw the rail's proposals (they hold no typing)."""
+        await self.send(text_data=await self._proposals())
+
+    async def _proposals(self) -> str:
+        return fragments.proposals_replace(await database_sync_to_async(proposals_pending)())
 
     # --- turn events (from the registry of whichever process runs the turn) ------------------------
 

@@ -64,6 +64,11 @@ def elicitation_dom_id(elicitation_id: str | uuid.UUID, place: str) -> str:
     return f"elicit-{place}-{uuid.UUID(str(elicitation_id))}"
 
 
+def proposal_dom_id(proposal_id: str | uuid.UUID) -> str:
+    """A proposal's card; the id is Hermes's own."""
+    return f"proposal-{uuid.UUID(str(proposal_id))}"
+
+
 def turn_link(session_id: uuid.UUID, turn_id: uuid.UUID | None, tool_use_id: str = "") -> str:
     """The session's page, scrolled to the turn (or to one of its tool calls, by its tool_use id)."""
     page = reverse("controlroom:session", kwargs={"session_id": session_id})

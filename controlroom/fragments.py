@@ -140,6 +140,17 @@ def escalation_replace(card: EscalationCard) -> str:
     return _render("escalation_card.html", {"escalation": card, "oob": True})
 
 
+def proposals_replace(pending: list[Any]) -> str:
+    """The rail's proposals waiting for an operator (`agent.proposals.ProposalCard`)."""
+    inner = _render("proposals.html", {"proposals": pending})
+    return format_html('<div hx-swap-oob="innerHTML:#proposals">{}</div>', inner)
+
+
+def proposal_card(card: Any, *, notice: str = "") -> str:
+    """One proposal's card, redrawn after a decision."""
+    return _render("proposal_card.html", {"proposal": card, "notice": notice, "oob": ""})
+
+
 def elicitations_replace(pending: list[Any]) -> str:
     """The rail's questions from MCP servers (`agent.elicitations.PendingElicitation`), with their forms."""
     inner = _render("elicitations.html", {"elicitations": pending})

@@ -183,6 +183,20 @@ class OikosClient:
             body["reason"] = reason
         return await self._json("POST", f"/approvals/{_segment(approval_id)}/{verb}", json=body)
 
+    async def execution_request(
+        self, *, target: str, action: str, operator: str, reason: str = "", params: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """Ask Oikos to carry out an action for `operator` (`POST /executions`); the execution as recorded.
+
+        Oikos classifies it like any request: a risky action is still parked for its own approval.
+        """
+        body: dict[str, Any] = {"target": target, "action": action, "operator": operator}
+        if reason:
+            body["reason"] = reason
+        if params:
+            body["params"] = params
+        return await self._json("POST", "/executions", json=body)
+
     # --- the event stream ------------------------------------------------------------------------
 
     async def events(self, *, last_event_id: str = "") -> AsyncIterator[OikosEvent]:

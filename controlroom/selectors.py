@@ -11,7 +11,7 @@ import json
 import uuid
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
@@ -80,6 +80,8 @@ class EscalationCard:
     approvals: list[dict[str, Any]]
     correlation_id: str
     finished: bool
+    # Executions it proposed in Hermes (`agent.proposals`), waiting for or decided by an operator.
+    proposals: list[dict[str, Any]] = field(default_factory=list)
 
 
 def session_escalation(*, session_id: uuid.UUID) -> EscalationCard | None:
@@ -104,6 +106,7 @@ def session_escalation(*, session_id: uuid.UUID) -> EscalationCard | None:
         approvals=list(escalation.get("approvals", [])),
         correlation_id=str(escalation.get("correlation_id", "")),
         finished=bool(escalation),
+        proposals=list(escalation.get("proposals", [])),
     )
 
 
@@ -282,6 +285,7 @@ def _elicitations_place(views: list[TurnView]) -> None:
                 reason=row.reason,
                 answered_by=row.answered_by,
                 expires_at=row.expires_at.isoformat(),
+                purpose=row.purpose,
             )
             after = next(
                 (

@@ -108,6 +108,8 @@ class ElicitationItem:
     reason: str = ""
     answered_by: str = ""
     expires_at: str = ""
+    # `form` or `confirmation` (Hermes asking before an execution: "Run it" / "Don't run").
+    purpose: str = "form"
     kind: ItemKind = "elicitation"
 
     @property
@@ -326,6 +328,7 @@ class TurnView:
             message=str(event.get("message", "")),
             fields=[field for field in fields if isinstance(field, dict)] if isinstance(fields, list) else [],
             expires_at=str(event.get("expires_at", "")),
+            purpose=str(event.get("purpose") or "form"),
             **update,  # type: ignore[arg-type]
         )
         self.items.append(new)

@@ -22,4 +22,5 @@ urlpatterns = [
     path("approvals/", approvals.approvals_page, name="approvals"),
     path("approvals/decide/", approvals.decide, name="approval_decide"),
     path("elicitations/<uuid:elicitation_id>/", elicitations.answer, name="elicitation_answer"),
+    path("proposals/<uuid:proposal_id>/decide/", approvals.proposal_decide, name="proposal_decide"),
 ]

@@ -49,7 +49,7 @@ from mcp.types import (
 from agent.engine.budgets import Budgets
 from agent.engine.runner import TurnRejected, turn_start
 from agent.version import NAME, hermes_version
-from interop.peers import peer_allowance
+from interop.peers import peer_allowance, peer_may_propose
 from interop.selectors import session_belongs_to
 from interop.server.conversation import PEER_CANCEL_REASON
 from interop.turns import turn_answer
@@ -158,6 +158,7 @@ async def hermes_ask(arguments: dict[str, Any], *, peer: str) -> CallToolResult:
             origin_peer=peer,
             # Each `mcp_serve` is a process of its own: only the database counts a peer's questions.
             peer=peer_allowance(peer, rate_counted_here=True),
+            may_propose=peer_may_propose(peer),
         )
     except TurnRejected as rejected:
         if rejected.retry_after:

@@ -11,7 +11,9 @@ to for that peer (the allowlist is exactly the set of these origins). `dialect` 
 `garraia` (GarraIA's REST dialect) or `auto` (read from the peer's agent cards on first use).
 `token` is the bearer the peer issued to Hermes (optional: stock GarraIA checks none). `${VAR}` and
 `${VAR:-default}` expand as in the `mcpServers` file. `max_turns`, `timeout` (seconds per turn) and
-`max_chars` (per message, both ways) default to the `HERMES_A2A_*` settings.
+`max_chars` (per message, both ways) default to the `HERMES_A2A_*` settings. `may_propose` (default
+false): a turn started by this peer's message may propose an execution, which waits in Hermes for an
+operator's approval; without it the peer's turns only read (`agent.tools.provenance`).
 
 What a peer may make Hermes spend when it asks (over A2A or `mcp_serve`, under the same name):
 `budget_share`, the share of the daily token budget its turns may spend per day
@@ -40,7 +42,7 @@ Dialect = Literal["a2a", "garraia", "auto"]
 DIALECTS: tuple[Dialect, ...] = ("a2a", "garraia", "auto")
 
 PEER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-_FIELDS = {"url", "dialect", "token", "max_turns", "timeout", "max_chars", "budget_share", "rate_limit"}
+_FIELDS = {"url", "dialect", "token", "max_turns", "timeout", "max_chars", "budget_share", "rate_limit", "may_propose"}
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 logger = logging.getLogger(__name__)
@@ -64,6 +66,7 @@ class Peer:
     budget_share: float | None = None
     # Questions per `HERMES_A2A_RATE_WINDOW`; None: `HERMES_A2A_RATE_LIMIT`.
     rate_limit: int | None = None
+    may_propose: bool = False
 
     def endpoint(self, path: str) -> str:
         return self.url + path
@@ -171,6 +174,16 @@ def peers_from_settings() -> PeerBook:
     return peers_load(Path(settings.HERMES_A2A_PEERS))
 
 
+def peer_may_propose(name: str) -> bool:
+    """Whether the peers file lets `name`'s turns propose executions (off for a peer it does not list,
+    and when the file cannot be read: a broken file grants nothing)."""
+    try:
+        peer = peers_from_settings().named(name)
+    except PeersConfigError:
+        return False
+    return peer is not None and peer.may_propose
+
+
 def peers_load(path: Path, *, environ: Mapping[str, str] | None = None) -> PeerBook:
     document = config_file_read(path, kind="peers file", setting="HERMES_A2A_PEERS", error=PeersConfigError)
     return peers_parse(document, source=str(path), environ=os.environ if environ is None else environ)
@@ -211,6 +224,9 @@ def _peer_parse(name: str, entry: dict[str, Any], where: str, environ: Mapping[s
     dialect = entry.get("dialect", "auto")
     if dialect not in DIALECTS:
         raise PeersConfigError(f'{where}: "dialect" is one of {", ".join(DIALECTS)}, not {dialect!r}')
+    may_propose = entry.get("may_propose", False)
+    if not isinstance(may_propose, bool):
+        raise PeersConfigError(f'{where}: "may_propose" must be true or false')
     token = entry.get("token", "")
     if not isinstance(token, str):
         raise PeersConfigError(f'{where}: "token" must be a string')
@@ -225,6 +241,7 @@ def _peer_parse(name: str, entry: dict[str, Any], where: str, environ: Mapping[s
         max_chars=_number(entry, "max_chars", int, settings.HERMES_A2A_MAX_CHARS, where),
         budget_share=_share(entry, where),
         rate_limit=_number(entry, "rate_limit", int, None, where) if "rate_limit" in entry else None,
+        may_propose=may_propose,
     )
 
 

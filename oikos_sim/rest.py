@@ -34,6 +34,19 @@ def _actor(request: Request) -> str:
     return str(request.scope[ACTOR_SCOPE_KEY])
 
 
+def _requester(request: Request, body: dict[str, Any]) -> str:
+    """Who asks for an execution: a service (the control room) may name the operator it asks for, as
+    decisions do; an agent is always itself."""
+    via = _actor(request)
+    operator = body.get("operator")
+    if via.startswith("agent:") or not isinstance(operator, str) or not operator.strip():
+        return via
+    operator = operator.strip()
+    if operator.startswith("agent:") or len(operator) > MAX_OPERATOR:
+        raise InvalidRequest(f"{operator[:MAX_OPERATOR]!r} cannot request executions for an operator.")
+    return operator
+
+
 async def _json_object(request: Request) -> dict[str, Any]:
     """The request body as a JSON object (an empty body counts as ``{}``)."""
     raw = await request.body()
@@ -138,7 +151,7 @@ def rest_routes(state: SimState, *, heartbeat_seconds: float) -> list[Route]:
             execution = desk.request(
                 target=target,
                 action=action,
-                requested_by=_actor(request),
+                requested_by=_requester(request, body),
                 reason=_optional_text(body, "reason"),
                 params=params,
             )

@@ -3,9 +3,10 @@
 An investigation is an ordinary turn — `turn_start` and the live registry, like a question typed
 in the control room — so it has the same ledger, live view and Stop, and the operator continues
 its session like any other. Only three things differ: who asks (`agent:hermes`, origin `signal`),
-the question (a brief written from the event), and the tools: `request_execution` is withheld
-unless `HERMES_INVESTIGATIONS_MAY_PROPOSE` is true, and even then it can only propose (Oikos
-parks anything risky for an operator's approval).
+the question (a brief written from the event), and the tools: its origin makes it read-only
+(`agent.tools.provenance`: only tools that read, no `a2a_send`); with
+`HERMES_INVESTIGATIONS_MAY_PROPOSE` it may also propose an execution, which waits in Hermes for an
+operator's approval (`agent.proposals`) before anything reaches Oikos.
 
 The escalation is stored on the investigation when the turn ends: the model is asked to end its
 answer with an `## Escalation` section of labelled lines, which is parsed; evidence and approvals
@@ -27,20 +28,12 @@ from django.conf import settings
 from agent.engine.runner import TurnRejected, turn_start
 from agent.live import turn_registry
 from agent.models import Activity, Message, Turn
-from agent.tools.context import ToolCallContext
-from agent.tools.hub import ListingsAhead, ToolHub, ToolSpec
-from agent.tools.outcomes import ToolOutcome
-from agent.tools.results import tool_error_blocks, tool_error_record
+from agent.tools.hub import ToolHub
 from watch import services
 from watch.models import Investigation
 
 logger = logging.getLogger(__name__)
 
-PROPOSING_TOOLS = frozenset({"request_execution"})
-WITHHELD_MESSAGE = (
-    "request_execution is not available in investigations: they are read-only "
-    "(HERMES_INVESTIGATIONS_MAY_PROPOSE is off). Suggest the step in the escalation instead."
-)
 FIELDS = {
     "summary": "summary",
     "impact": "impact",
@@ -51,46 +44,6 @@ FIELDS = {
 }
 _MARKS = re.compile(r"\*\*|`")
 _FIELD_LINE = re.compile(r"^\s*[-*]?\s*\**(?P<label>[A-Za-z ]+?)\**\s*:\s*\**\s*(?P<text>.*)$")
-
-
-class ToolsWithheld(ToolHub):
-    """A hub that offers everything its inner hub offers except the proposing tools.
-
-    A wrapper rather than an option of `ToolHub`: the process's hub is shared by every turn, and
-    only investigations are read-only. Attributes not overridden here are the inner hub's.
-    """
-
-    def __init__(self, inner: ToolHub, withheld: frozenset[str] = PROPOSING_TOOLS) -> None:
-        self._inner = inner
-        self._withheld = withheld
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-    def _hidden(self, spec: ToolSpec | None) -> bool:
-        return spec is not None and spec.tool in self._withheld
-
-    async def list_tools(
-        self, context: ToolCallContext | None = None, *, verify: bool = False, ahead: ListingsAhead | None = None
-    ) -> list[ToolSpec]:
-        listed = await self._inner.list_tools(context, verify=verify, ahead=ahead)
-        return [spec for spec in listed if not self._hidden(spec)]
-
-    def spec(self, name: str) -> ToolSpec | None:
-        return self._inner.spec(name)
-
-    async def call(
-        self, name: str, arguments: dict[str, Any], *, context: ToolCallContext | None = None
-    ) -> ToolOutcome:
-        if self._hidden(self._inner.spec(name)) or name in self._withheld:
-            return ToolOutcome(
-                content=tool_error_blocks(WITHHELD_MESSAGE),
-                is_error=True,
-                record=tool_error_record("withheld", WITHHELD_MESSAGE),
-                structured=None,
-                duration_ms=0,
-            )
-        return await self._inner.call(name, arguments, context=context)
 
 
 def investigation_brief(investigation: Investigation) -> str:
@@ -119,7 +72,7 @@ def investigation_brief(investigation: Investigation) -> str:
         "Investigate read-only: check the entity's health, what depends on it (blast radius), its"
         " recent logs and executions. "
         + (
-            "You may propose an execution with request_execution; an operator approves it."
+            "You may propose an execution with request_execution; it runs only if an operator approves it."
             if settings.HERMES_INVESTIGATIONS_MAY_PROPOSE
             else "Do not try to change anything: suggest the next step instead."
         ),
@@ -189,6 +142,16 @@ def escalation_build(*, turn_id: uuid.UUID) -> dict[str, Any]:
         for approval_id in [_approval_id(call.result)]
         if approval_id
     ]
+    # Proposed in Hermes instead of sent (HERMES_INVESTIGATIONS_MAY_PROPOSE): the ledger holds the proposal's id.
+    escalation["proposals"] = [
+        {
+            "proposal_id": call.result["proposal_id"],
+            "target": call.arguments.get("target"),
+            "action": call.arguments.get("action"),
+        }
+        for call in calls
+        if call.tool == "request_execution" and isinstance(call.result, dict) and call.result.get("proposal_id")
+    ]
     escalation["correlation_id"] = str(turn_id)
     escalation["turn_status"] = turn.status
     return escalation
@@ -225,7 +188,8 @@ async def investigation_run(
             actor=services.ACTOR,
             origin=services.ORIGIN,
             session_id=investigation.session_id,
-            hub=hub if propose else ToolsWithheld(hub),
+            hub=hub,
+            may_propose=propose,
             # A critical signal's investigation may spend the budget's reserve, as operators may.
             critical=investigation.severity == "critical",
         )

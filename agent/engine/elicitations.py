@@ -28,7 +28,7 @@ from agent.tools.elicitation import Answerer, ElicitationAnswer, ElicitationAsk,
 
 logger = logging.getLogger("agent.engine")
 
-NO_OPERATOR = "Declined by Hermes: nobody can be asked in this turn (it was not started by an operator)."
+NO_OPERATOR = "Declined by Hermes: nobody can be asked in this turn (no operator is following it)."
 
 # Left for the server to read the answer and finish the call before the call's own timeout.
 CALL_MARGIN_SECONDS = 1.0
@@ -115,5 +115,6 @@ class TurnElicitor:
                 content=None if pending else answer.content,
                 reason="" if pending else answer.reason,
                 answered_by="" if pending else answer.answered_by,
+                purpose=ask.purpose,
             )
         )

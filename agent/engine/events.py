@@ -101,6 +101,8 @@ class ElicitationEvent(Event):
     content: dict[str, Any] | None = None
     reason: str = ""
     answered_by: str = ""
+    # `form`, or `confirmation`: Hermes asks before running an execution (`agent.engine.actions`).
+    purpose: str = "form"
 
 
 @dataclass(frozen=True)

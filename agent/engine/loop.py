@@ -25,6 +25,7 @@ from django.utils import timezone
 
 from agent import metrics, services
 from agent.db import db_call
+from agent.engine.actions import ActionGate
 from agent.engine.approvals import approval_from_result
 from agent.engine.budgets import Budgets
 from agent.engine.caching import cache_breakpoints_apply
@@ -47,6 +48,7 @@ from agent.logs import log_event, turn_context_set
 from agent.models import Turn
 from agent.prices import turn_cost
 from agent.redaction import redact
+from agent.tools.config import oikos_server_name
 from agent.tools.context import ToolCallContext
 from agent.tools.elicitation import Answerer
 from agent.tools.hub import ListingsAhead, ToolHub, UnreachableServer
@@ -58,6 +60,7 @@ from agent.tools.outcomes import (
     ToolOutcome,
     outcome_unknown_text,
 )
+from agent.tools.provenance import Capability
 from agent.tools.results import tool_error_blocks, tool_error_record
 
 logger = logging.getLogger("agent.engine")
@@ -104,6 +107,11 @@ class TurnState:
     origin_peer: str | None = None
     # Who answers an MCP server's questions (elicitation) in this turn; None: Hermes declines them.
     answerer: Answerer | None = None
+    # Where the turn was started and what that lets it do (`agent.tools.provenance`).
+    origin: str = ""
+    capability: Capability = "write"
+    # The question that started the turn, as stored: an operator's own words, when they are.
+    question: str = ""
     iterations: int = 0
     usage: dict[str, int] = field(default_factory=lambda: dict.fromkeys(USAGE_KEYS, 0))
     text_blocks: int = 0
@@ -115,7 +123,12 @@ class TurnState:
 
     def tool_context(self) -> ToolCallContext:
         return ToolCallContext(
-            actor=self.actor, session_id=self.session_id, turn_id=self.turn_id, origin_peer=self.origin_peer
+            actor=self.actor,
+            session_id=self.session_id,
+            turn_id=self.turn_id,
+            origin_peer=self.origin_peer,
+            origin=self.origin,
+            capability=self.capability,
         )
 
 
@@ -181,6 +194,8 @@ class TurnLoop:
             answerer=state.answerer,
             time_limit=self.time_limit,
         )
+        # Who may cause an action from this turn: confirmations and proposals (`agent.engine.actions`).
+        self.actions = ActionGate(state=state, elicitor=self.elicitor, oikos_server=oikos_server_name())
         # Per tool_use id: its `started` ledger row (id, tool), until its call begins.
         self._ledger_started: dict[str, tuple[int, str]] = {}
         # Outcomes of tool calls that answered, written to the ledger with the next stored message.
@@ -273,6 +288,10 @@ class TurnLoop:
             if not tool_uses:
                 return self._last_stop_reason
             results = await self._tools_run(tool_uses)
+            # The model reads these results next: from now on, whatever it asks may come from them.
+            for block in tool_uses:
+                spec = self.hub.spec(block["name"])
+                self.actions.untrusted_read(f"the result of {spec.server}/{spec.tool}" if spec else block["name"])
             self._append_behind("user", results)
 
     # --- budgets ---------------------------------------------------------------------------------
@@ -576,7 +595,8 @@ class TurnLoop:
             activity_id = await db_call(services.activity_start, **self._ledger_row(block))
         try:
             context = dataclasses.replace(self.state.tool_context(), tool_use_id=block["id"], elicitor=self.elicitor)
-            outcome = await self.hub.call(block["name"], arguments, context=context)
+            held = await self.actions.hold(spec, arguments, tool_use_id=block["id"]) if spec else None
+            outcome = held or await self.hub.call(block["name"], arguments, context=context)
         except asyncio.CancelledError:
             cause = self._cutoffs.get(block["id"], self.cancel_cause)
             text = outcome_unknown_text(tool=block["name"], cause=cause)

@@ -32,6 +32,7 @@ from agent.redaction import redact
 from agent.tools.elicitation import Answerer
 from agent.tools.hub import ToolHub, tool_hub
 from agent.tools.outcomes import CUTOFF_INTERRUPTED, cutoff_cancelled
+from agent.tools.provenance import origin_capability
 
 
 class TurnRejected(Exception):
@@ -176,6 +177,7 @@ async def turn_start(
     answerer: Answerer | None = None,
     peer: PeerAllowance | None = None,
     critical: bool = False,
+    may_propose: bool = False,
 ) -> TurnHandle:
     """Validate, store the question, and start the turn in its own task.
 
@@ -185,6 +187,10 @@ async def turn_start(
 
     `answerer` answers the questions MCP servers ask during the turn's tool calls (elicitation);
     without one Hermes declines them (a peer's or an investigation's turn has nobody to ask).
+
+    `origin` decides which tools the turn is offered (`agent.tools.provenance`): an operator's turn
+    writes, any other reads — or, with `may_propose`, may propose an execution for an operator to
+    approve in Hermes.
 
     `model` switches the session to that model (one of `HERMES_MODELS`) from this turn on; without
     it the turn uses the model the session was switched to last, or `HERMES_MODEL`.
@@ -266,6 +272,9 @@ async def turn_start(
             messages=list(begun.history),
             origin_peer=origin_peer,
             answerer=answerer,
+            origin=origin,
+            capability=origin_capability(origin, may_propose=may_propose),
+            question=question,
         ),
         hub=hub,
         client=client,

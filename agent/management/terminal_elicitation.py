@@ -35,6 +35,8 @@ class TerminalAnswerer:
         if self.refusal:
             return ElicitationAnswer(action="decline", reason=self.refusal)
         ask = record.ask
+        if ask.purpose == "confirmation":
+            return await self._confirm(record)
         self._say(f"\n[question] {ask.server} asks (during {ask.tool or 'a tool call'}):\n  {_one_line(ask.message)}\n")
         choice = await self._read(f"Answer it? [Y]es / [n]o (decline) / [c]ancel, within {record.timeout:.0f} s: ")
         if choice is None or choice.strip().lower() in ("c", "cancel"):
@@ -60,6 +62,15 @@ class TerminalAnswerer:
                 break
         content = elicit_content_validate(ask.fields, values, from_form=True)
         return ElicitationAnswer(action="accept", content=content, answered_by=self.operator)
+
+    async def _confirm(self, record: ElicitationRecord) -> ElicitationAnswer:
+        """Hermes's own question before an execution (`agent.engine.actions`): only "yes" runs it."""
+        ask = record.ask
+        self._say(f"\n[confirm] Hermes asks before running {ask.server}/{ask.tool}:\n  {_one_line(ask.message)}\n")
+        choice = await self._read(f"Run it? [y]es / [N]o, within {record.timeout:.0f} s: ")
+        if choice is not None and choice.strip().lower() in ("y", "yes"):
+            return ElicitationAnswer(action="accept", content={}, answered_by=self.operator)
+        return ElicitationAnswer(action="decline", answered_by=self.operator)
 
     def _say(self, text: str) -> None:
         self.err.write(text)

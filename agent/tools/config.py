@@ -12,7 +12,7 @@ The file has the shape Claude Desktop and Claude Code use::
     }}
 
 `"tools"` holds the server's tool filters and policy: `include`/`exclude` (exact names or fnmatch
-patterns) narrow what is offered; `deny` adds globs to the decision-tool denylist (matched in any
+patterns) narrow what is offered; `deny` adds globs of tools never offered (matched in any
 spelling, see `agent.tools.policy`); `allow` — on the Oikos server only — names tools outside the
 known Oikos surface the operator vouches for. Which server is Oikos is the setting
 `HERMES_OIKOS_SERVER` (default `oikos`): only its `request_execution` raises approval cards.
@@ -123,10 +123,11 @@ class ServerConfig:
         host = parts.netloc.rpartition("@")[2]
         return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
-    def allows(self, tool: str) -> bool:
-        """Whether Hermes may offer `tool`: never one the server's policy withholds (a decision
-        tool), otherwise what the include/exclude filters let through (exact names or fnmatch patterns)."""
-        reason = self.policy.withheld(tool)
+    def allows(self, tool: str, *, read_only: bool = False) -> bool:
+        """Whether Hermes may offer `tool`: never one the server's policy withholds (denied, or an
+        unknown tool of the Oikos server), otherwise what the include/exclude filters let through
+        (exact names or fnmatch patterns)."""
+        reason = self.policy.withheld(tool, read_only=read_only)
         if reason is not None:
             tool_withheld_report(self.name, tool, reason)
             return False

@@ -107,6 +107,8 @@ class ElicitationAsk:
     tool_use_id: str = ""
     # Why Hermes cannot show this request (a schema outside the restricted subset): it is declined.
     schema_error: str = ""
+    # `form` (a server's question) or `confirmation` (Hermes's own, before running an execution).
+    purpose: str = "form"
 
 
 @dataclass(frozen=True)

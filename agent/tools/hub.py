@@ -7,7 +7,8 @@ the model can act on; nothing here raises into a turn.
 
 Per server, the hub also applies the entry's `"hermes"` options: fixed `arguments` merged into every
 call, a result `envelope`, and the depth guard — a turn started by a peer agent is neither shown nor
-allowed the tools of the server that speaks for that peer (`ToolCallContext.origin_peer`).
+allowed the tools of the server that speaks for that peer (`ToolCallContext.origin_peer`); and a
+turn's provenance decides which tools it may list and call at all (`agent.tools.provenance`).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from agent.tools.envelopes import envelope_get
 from agent.tools.local import LOCAL_SERVER, LocalTool, local_tool_name_check, local_tools_from_settings
 from agent.tools.names import ToolNameMap
 from agent.tools.outcomes import ToolOutcome, outcome_unknown_advice
+from agent.tools.provenance import tool_is_execution_request, tool_offered
 from agent.tools.results import (
     tool_error_blocks,
     tool_error_record,
@@ -185,7 +187,21 @@ class ToolHub:
         if context is None:
             return [*specs, *local]
         allowed = [spec for spec in specs if not context.forbids_peer(self._configs[spec.server].peer_name)]
-        return [*allowed, *(spec for spec in local if self._local[spec.name].offered(context))]
+        offered = [*allowed, *(spec for spec in local if self._local[spec.name].offered(context))]
+        return [spec for spec in offered if self._provenance_allows(spec, context)]
+
+    def _provenance_allows(self, spec: ToolSpec, context: ToolCallContext) -> bool:
+        """Whether the turn's provenance lets it be offered (and call) `spec` (`agent.tools.provenance`)."""
+        return tool_offered(
+            context.capability,
+            server=spec.server,
+            tool=spec.tool,
+            read_only_hint=spec.read_only,
+            oikos_server=self._oikos_server(),
+        )
+
+    def _oikos_server(self) -> str:
+        return next((name for name, config in self._configs.items() if config.oikos), "")
 
     def unreachable(self, context: ToolCallContext | None = None) -> list[UnreachableServer]:
         """The servers that could not list their tools at the last `list_tools()`, in configuration
@@ -230,6 +246,9 @@ class ToolHub:
         if not isinstance(arguments, dict):
             return _failure("invalid_arguments", f"{name}: arguments must be a JSON object", started)
         context = context or ToolCallContext()
+        refusal = self._provenance_refusal(spec, context)
+        if refusal:
+            return _failure("withheld", refusal, started)
         if spec.name in self._local:
             return await self._call_local(self._local[spec.name], arguments, context, started)
         config = self._configs[spec.server]
@@ -271,6 +290,24 @@ class ToolHub:
         if envelope is not None:
             outcome = envelope.outcome(outcome, server=config, tool=spec.tool)
         return outcome
+
+    def _provenance_refusal(self, spec: ToolSpec, context: ToolCallContext) -> str:
+        """Why this turn may not run `spec` ("" when it may): the same rule as the listing, so a
+        model naming a tool it was not offered gets an error, and a proposing turn's
+        `request_execution` never reaches Oikos from here (the engine records a proposal instead)."""
+        oikos = self._oikos_server()
+        if context.capability == "write":
+            return ""
+        if context.capability == "propose" and tool_is_execution_request(
+            server=spec.server, tool=spec.tool, oikos_server=oikos
+        ):
+            return f"{spec.name} is not run from this turn: it can only be proposed to an operator."
+        if self._provenance_allows(spec, context):
+            return ""
+        return (
+            f"{spec.name} is not available in this turn: it was not started by an operator "
+            f"(origin {context.origin or 'unknown'}), so it may only use tools that read."
+        )
 
     async def _call_local(
         self, tool: LocalTool, arguments: dict[str, Any], context: ToolCallContext, started: float
@@ -377,7 +414,11 @@ class ToolHub:
             if known is None:
                 self._listed.pop(name, None)
             else:
-                specs = [self._spec_known(name, entry) for entry in known if config.allows(entry["tool"])]
+                specs = [
+                    self._spec_known(name, entry)
+                    for entry in known
+                    if config.allows(entry["tool"], read_only=entry["read_only"])
+                ]
                 self._listed[name] = (-1, specs)
             return
         await self._listed_set(name, connection.generation, tools)
@@ -413,7 +454,11 @@ class ToolHub:
         source = (generation, tools, redaction_key())
         if self._listed_from.get(name) == source:
             return
-        specs = [self._spec(name, tool) for tool in tools if config.allows(tool.name)]
+        specs = [
+            self._spec(name, tool)
+            for tool in tools
+            if config.allows(tool.name, read_only=bool(tool.annotations and tool.annotations.read_only_hint))
+        ]
         self._listed[name] = (generation, specs)
         self._listed_from[name] = source
         await self._catalog.remember(config, [_catalog_entry(spec) for spec in specs])

@@ -1,28 +1,20 @@
-"""Which MCP tools Hermes offers at all: no tool that decides an approval ever reaches the model.
+"""Which MCP tools Hermes offers at all: decision tools are recognised by the server they come from.
 
-Oikos refuses decisions made with the agent's own token, and that is the real guarantee. This is the
-second lock, on Hermes's side, an explicit policy per server:
+Oikos refuses decisions made with the agent's own token, and that is the real guarantee: an approval
+is decided only through Oikos's REST API, with a deciding operator named, from the control room.
+This is the second lock, on Hermes's side, an explicit policy per server:
 
 - **The Oikos server** (the one named by `HERMES_OIKOS_SERVER`) is held to an *allowlist*: the 28
-  tools of the Oikos contract (DESIGN §7), which we know to be reads plus `request_execution`. A tool
-  outside that surface is offered only if it does not look like a decision tool and does not touch
-  approvals, decisions or executions at all — unless the server's `tools.allow` names it, and even
-  then never when it looks like a decision tool. A newer Oikos's new read tools keep working; a new
-  approval endpoint does not reach the model by accident.
-- **Every other server** gets a *denylist*: the built-in decision patterns below, plus the globs of
-  its `tools.deny` and of `HERMES_MCP_TOOLS_DENY`. The built-in patterns cannot be switched off.
-
-The built-in patterns read a tool's name as words, however it is spelled (`grant_approval`,
-`grantApproval`, `Grant-Approval`, `approval.grant`):
-
-- a decision verb in any form, anywhere — approve, deny, reject, decide, authorize/authorise,
-  override, veto (`approves_execution`, `denied`, `undecided`, `reauthorize`);
-- a decision noun (`decision`, `verdict`), unless the name starts with a read verb
-  (`get_decision_log` is a read; `submitDecision` is not);
-- a verb that settles something — grant, resolve, confirm, accept, allow, permit, submit, sign,
-  acknowledge, consent, answer, respond, release, unblock, settle, finalize, greenlight, vote, mark —
-  together with an approval word — approval, execution, request, permission
-  (`resolve_approval`, `confirmExecution`, `accept_request`).
+  tools of the Oikos contract (DESIGN §7), which we know to be reads plus `request_execution`. A
+  tool outside that surface is offered only when Oikos annotates it `readOnlyHint` (a newer Oikos's
+  new reads keep working) or the server's `tools.allow` names it. So an approval or decision tool
+  Oikos might add is not offered, whatever it is called — no list of words to outguess.
+- **Every other server's** tools are never taken for decision tools, whatever their names: no other
+  server can decide an Oikos approval, and only Oikos's `request_execution` raises an approval card
+  (`agent.engine.approvals`). What keeps another server's *writes* from turns nobody at Hermes
+  started is the turn's provenance (`agent.tools.provenance`): those turns get only tools that read.
+  An operator withholds a tool from everyone with the globs of its `tools.deny` and of
+  `HERMES_MCP_TOOLS_DENY`, matched in any spelling (`grant_approval`, `grantApproval`, `Grant-Approval`).
 
 A withheld tool is left out of every listing — so neither the model, nor `/query`, nor a peer talking
 to Hermes can reach it through the tool hub — and the reason is logged once per process.
@@ -72,67 +64,17 @@ OIKOS_TOOLS = frozenset(
         "list_approvals",
     }
 )
+# The reads among them: what Oikos documents as changing nothing, which a read-only turn may call
+# whatever its annotations say (`agent.tools.provenance`).
+OIKOS_READ_TOOLS = OIKOS_TOOLS - {"request_execution"}
 
 # Words of a tool name, whether written snake_case, kebab-case, dotted or camelCase.
 _WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
-
-# Searched in the whole lowercased name, so a name run together (`approveexecution`) is caught too.
-# `approv` not followed by `al`: the noun (`list_approvals`) names what is decided, not a decision;
-# `deny` not followed by `list`: a denylist is a list.
-_DECISION_VERB = re.compile(r"approv(?!al)|den(?:y|ie)(?!list)|reject|decid|authori[sz](?:e|ing)|overrid|veto")
-_DECISION_NOUNS = frozenset({"decision", "decisions", "verdict", "verdicts"})
-_READ_VERBS = frozenset(
-    {"get", "list", "read", "show", "search", "describe", "query", "count", "view", "fetch", "find", "explain"}
-)
-_SETTLING_VERBS = (
-    "grant",
-    "resolve",
-    "confirm",
-    "accept",
-    "allow",
-    "permit",
-    "submit",
-    "sign",
-    "ack",
-    "acknowledge",
-    "consent",
-    "answer",
-    "respond",
-    "release",
-    "unblock",
-    "settle",
-    "finalize",
-    "finalise",
-    "greenlight",
-    "vote",
-    "mark",
-)
-_APPROVAL_WORD = re.compile(r"approval|execution|request|permission")
-# Words that mark a tool of the Oikos server as touching approvals when it is not a known one.
-_OIKOS_SENSITIVE = re.compile(r"approv|decision|decid|verdict|execution|execute|grant|authori[sz]")
 
 
 def tool_name_words(name: str) -> list[str]:
     """`submitDecision` → ["submit", "decision"]; `approval.grant` → ["approval", "grant"]."""
     return [word.lower() for word in _WORD.findall(name)]
-
-
-def tool_decides_approvals(name: str) -> bool:
-    """Whether the name says the tool decides an approval, by the built-in patterns (module docstring)."""
-    lowered = name.lower()
-    if _DECISION_VERB.search(lowered):
-        return True
-    words = tool_name_words(name)
-    if not words:
-        return False
-    if _DECISION_NOUNS.intersection(words) and words[0] not in _READ_VERBS:
-        return True
-    for word in words:
-        settles = any(word.startswith(verb) for verb in _SETTLING_VERBS)
-        # `grant_approval`, or run together in one word: `grantapproval`.
-        if settles and (_APPROVAL_WORD.search(word) or any(_APPROVAL_WORD.search(other) for other in words)):
-            return True
-    return False
 
 
 def tool_name_matches(name: str, patterns: Iterable[str]) -> str | None:
@@ -156,18 +98,15 @@ class ToolPolicy:
     # Globs of the server's `tools.deny` and of `HERMES_MCP_TOOLS_DENY`.
     deny: tuple[str, ...] = ()
 
-    def withheld(self, tool: str) -> str | None:
-        """Why `tool` is never offered, or None when the policy lets it through."""
+    def withheld(self, tool: str, *, read_only: bool = False) -> str | None:
+        """Why `tool` is never offered, or None when the policy lets it through. `read_only`: the
+        server annotates it `readOnlyHint`."""
         pattern = tool_name_matches(tool, self.deny)
         if pattern is not None:
             return f"it matches the denied pattern {pattern!r}"
-        if self.oikos and tool in OIKOS_TOOLS:
+        if not self.oikos or tool in OIKOS_TOOLS or tool in self.allow or read_only:
             return None
-        if tool_decides_approvals(tool):
-            return "its name says it decides approvals"
-        if self.oikos and tool not in self.allow and _OIKOS_SENSITIVE.search(tool.lower()):
-            return "it is not in the known Oikos tool surface and touches approvals or executions (tools.allow)"
-        return None
+        return "it is not in the known Oikos tool surface and Oikos does not annotate it read-only (tools.allow)"
 
 
 _reported: set[tuple[str, str]] = set()

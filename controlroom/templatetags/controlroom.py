@@ -79,6 +79,7 @@ for _dom_function in (
     dom.approval_dom_class,
     dom.decide_form_dom_id,
     dom.elicitation_dom_id,
+    dom.proposal_dom_id,
 ):
     register.simple_tag(_dom_function)
 

@@ -5,16 +5,24 @@ from __future__ import annotations
 import uuid
 
 from channels.db import database_sync_to_async
-from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, HttpResponseForbidden
+from django.http import (
+    HttpRequest,
+    HttpResponse,
+    HttpResponseBadRequest,
+    HttpResponseForbidden,
+    HttpResponseNotFound,
+)
 from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_POST
 
 from access.refusals import refusal_note
+from agent.proposals import proposals_recent
 from controlroom import fragments, selectors
 from controlroom.approvals import approval_decide, approvals_listed
 from controlroom.forms import DecisionForm
 from controlroom.identity import operator_name
 from controlroom.models import ApprovalDecision
+from controlroom.proposals import proposal_settle
 from controlroom.rail import ApprovalState
 from controlroom.relay import oikos_relay
 from controlroom.transcript import ApprovalItem
@@ -70,6 +78,26 @@ async def decide(request: HtmxHttpRequest) -> HttpResponse:
     return HttpResponse(fragments.approval_cards_replace([card], notice=result.notice))
 
 
+@require_POST
+async def proposal_decide(request: HtmxHttpRequest, proposal_id: uuid.UUID) -> HttpResponse:
+    """Approve (and so send to Oikos, as the signed-in operator) or reject a proposal; answers with its card."""
+    operator = operator_name(request)
+    if operator is None:
+        message = "Deciding a proposal needs an operator identity."
+        refusal_note(request, "no_operator", message)
+        return HttpResponseForbidden(message)
+    decision = request.POST.get("decision")
+    if decision not in ("approve", "reject"):
+        refusal_note(request, "invalid_decision", "Not a valid decision: decision")
+        return HttpResponseBadRequest("Not a valid decision: decision is approve or reject.")
+    result = await proposal_settle(proposal_id=proposal_id, approve=decision == "approve", operator=operator)
+    if result.card is None:
+        return HttpResponseNotFound(result.notice)
+    if not request.htmx:
+        return redirect_back(request, "controlroom:approvals")
+    return HttpResponse(fragments.proposal_card(result.card, notice=result.notice))
+
+
 @require_GET
 async def approvals_page(request: HttpRequest) -> HttpResponse:
     """Every approval Oikos knows (pending first) and the decisions taken from this control room."""
@@ -79,12 +107,14 @@ async def approvals_page(request: HttpRequest) -> HttpResponse:
         session_id=_uuid(session), place="drawer", follow_approvals=True
     )
     decisions = await database_sync_to_async(selectors.approval_decisions_recent)()
+    proposed = await database_sync_to_async(proposals_recent)()
     context = {
         "operator": operator_name(request),
         "oikos_approvals": approvals,
         "pending_approvals": [a for a in approvals if a.pending] + drawer["pending_approvals"],
         "oikos_problem": problem,
         "decisions": decisions,
+        "proposals": proposed,
         "drawer": drawer,
     }
     return render(request, "controlroom/approvals.html", context)

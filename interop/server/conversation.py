@@ -38,7 +38,7 @@ from agent.live import turn_registry
 from agent.redaction import redact
 from agent.selectors import turn_status
 from interop import services
-from interop.peers import peer_allowance, peer_rate_limit
+from interop.peers import peer_allowance, peer_may_propose, peer_rate_limit
 from interop.services import ConversationRefused
 from interop.turns import turn_answer
 
@@ -208,6 +208,7 @@ async def _turn_start(peer: str, text: str, begun: services.ExchangeBegun) -> Tu
                 origin_peer=peer,
                 # Its messages are counted per exchange (the rate window above); its spend at admission.
                 peer=peer_allowance(peer, rate_counted_here=False),
+                may_propose=peer_may_propose(peer),
             )
         except TurnRejected as rejected:
             if rejected.code == "session_not_found" and session_id is not None:

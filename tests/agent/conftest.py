@@ -10,5 +10,5 @@ async def turn_collect(handle: TurnHandle) -> list[Event]:
 
 
 async def ask(text: str, hub: ToolHub, **kwargs: object) -> tuple[TurnHandle, list[Event]]:
-    handle = await turn_start(text=text, actor="operator:test", origin="test", hub=hub, **kwargs)  # type: ignore[arg-type]
+    handle = await turn_start(text=text, actor="operator:test", origin="cli", hub=hub, **kwargs)  # type: ignore[arg-type]
     return handle, await turn_collect(handle)

@@ -85,11 +85,10 @@ class TestHubElicitation:
 class TestWhoAnswersInATurn:
     """A turn with nobody to ask (a peer's, an investigation's) declines; a frontend's answerer answers."""
 
-    async def test_a_peers_turn_declines_and_says_why(self, llm: FakeAnthropic, deployer_hub: ToolHub) -> None:
+    async def test_a_turn_nobody_follows_declines_and_says_why(self, llm: FakeAnthropic, deployer_hub: ToolHub) -> None:
+        # A script's turn, with no answerer (a peer's turn is not even offered `deploy`, which writes).
         llm.enqueue(Reply.tool_use("mcp__deployer__deploy", {"service": "gitea"}), Reply.text("It was declined."))
-        handle = await turn_start(
-            text="deploy gitea", actor="peer:garra", origin="a2a", origin_peer="garra", hub=deployer_hub
-        )
+        handle = await turn_start(text="deploy gitea", actor="operator:script", origin="cli", hub=deployer_hub)
         events = await turn_collect(handle)
 
         asked, answered = [event for event in events if isinstance(event, ElicitationEvent)]

@@ -182,9 +182,10 @@ class TestServerConfig:
         assert (homelab.oikos, other.oikos) == (True, False)
         assert homelab.allows("get_execution_logs") and other.allows("get_execution_logs")
         assert not homelab.allows("list_pending_executions") and other.allows("list_pending_executions")
-        assert not other.allows("sudoRun") and homelab.allows("sudo_run")
-        assert not homelab.allows("wipe_disk") and not other.allows("WipeDisk")
-        assert not other.allows("grant_approval") and not homelab.allows("grantApproval")
+        assert not other.allows("sudoRun") and homelab.allows("sudo_run", read_only=True)
+        assert not homelab.allows("wipe_disk", read_only=True) and not other.allows("WipeDisk")
+        # Decision tools are the Oikos server's business: unknown there, any name; elsewhere, no name decides.
+        assert other.allows("grant_approval") and not homelab.allows("grantApproval")
 
     def test_no_filters_allow_everything(self) -> None:
         server = ServerConfig(name="s", transport="stdio", timeout=1, command="x")

@@ -69,7 +69,7 @@ class TestFinding:
     async def test_filters_narrow_by_tool_actor_origin_and_date(self, llm: FakeAnthropic, hub: ToolHub) -> None:
         await _caddy_session(llm, hub)
         assert await search(SearchFilters(query="caddy", tool="get_health_summary")) == []
-        assert len(await search(SearchFilters(query="caddy", actor="operator:test", origin="test"))) == 3
+        assert len(await search(SearchFilters(query="caddy", actor="operator:test", origin="cli"))) == 3
         assert await search(SearchFilters(query="caddy", actor="operator:someone-else")) == []
         tomorrow = timezone.now() + datetime.timedelta(days=1)
         assert await search(SearchFilters(query="caddy", since=tomorrow)) == []

@@ -53,7 +53,7 @@ def secret(settings: Any, monkeypatch: pytest.MonkeyPatch) -> str:
 
 @pytest.fixture
 def session() -> AgentSession:
-    return AgentSession.objects.create(actor="operator:test", origin="test", title="caddy")
+    return AgentSession.objects.create(actor="operator:test", origin="cli", title="caddy")
 
 
 @pytest.fixture

@@ -45,7 +45,7 @@ class TestTheLedgerRowComesFirst:
         self, llm: FakeAnthropic, hub: ToolHub
     ) -> None:
         llm.enqueue(Reply.tool_use("mcp__oikos__slow", {"seconds": 1.0, "label": "in-flight"}), Reply.text("Done."))
-        handle = await turn_start(text="probe", actor="operator:test", origin="test", hub=hub)
+        handle = await turn_start(text="probe", actor="operator:test", origin="cli", hub=hub)
         events: list[Event] = []
         async for event in handle.events():
             events.append(event)
@@ -77,7 +77,7 @@ class TestCutOffInFlight:
             ),
             Reply.text("Understood."),
         )
-        handle = await turn_start(text="probe twice", actor="operator:test", origin="test", hub=hub)
+        handle = await turn_start(text="probe twice", actor="operator:test", origin="cli", hub=hub)
         events: list[Event] = []
         async for event in handle.events():
             events.append(event)

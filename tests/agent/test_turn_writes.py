@@ -50,7 +50,7 @@ class TestCrashSafeOrder:
         self, llm: FakeAnthropic, hub: ToolHub
     ) -> None:
         llm.enqueue(Reply.tool_use("mcp__oikos__slow", {"seconds": 1.0, "label": "order"}), Reply.text("Done."))
-        handle = await turn_start(text="probe", actor="operator:test", origin="test", hub=hub)
+        handle = await turn_start(text="probe", actor="operator:test", origin="cli", hub=hub)
         async for event in handle.events():
             if isinstance(event, ToolUse):
                 # The server runs the call now: a crash here must leave the question, the model's
@@ -83,7 +83,7 @@ class TestResultsStoredBehind:
 
         monkeypatch.setattr(services, "message_append", held)
         llm.enqueue(Reply.tool_use("mcp__oikos__slow", {"seconds": 0, "label": "behind"}), Reply.text("Done."))
-        handle = await turn_start(text="probe", actor="operator:test", origin="test", hub=hub)
+        handle = await turn_start(text="probe", actor="operator:test", origin="cli", hub=hub)
         try:
             assert await asyncio.to_thread(storing.wait, 10), "the results were never stored"
             # The results are still on their way to the database, and the model already has them.
@@ -116,7 +116,7 @@ class TestResultsStoredBehind:
             Reply.tool_use("mcp__oikos__slow", {"seconds": 0, "label": "second"}),
             Reply.text("Never asked."),
         )
-        handle = await turn_start(text="probe", actor="operator:test", origin="test", hub=hub)
+        handle = await turn_start(text="probe", actor="operator:test", origin="cli", hub=hub)
 
         done = await _done(handle.events())
         assert done.status == "error"
@@ -137,7 +137,7 @@ class TestConcurrentTurns:
         llm.responder = DegradedInvestigator()
         handles = await asyncio.gather(
             *(
-                turn_start(text=f"what's degraded? ({n})", actor="operator:test", origin="test", hub=oikos_hub)
+                turn_start(text=f"what's degraded? ({n})", actor="operator:test", origin="cli", hub=oikos_hub)
                 for n in range(12)
             )
         )

@@ -116,7 +116,7 @@ class TestSessions:
 
     async def test_unknown_session_is_rejected_and_nothing_is_stored(self, llm: FakeAnthropic, hub: ToolHub) -> None:
         with pytest.raises(TurnRejected) as rejected:
-            await turn_start(text="hi", actor="operator:test", origin="test", hub=hub, session_id=uuid.uuid4())
+            await turn_start(text="hi", actor="operator:test", origin="cli", hub=hub, session_id=uuid.uuid4())
         assert rejected.value.code == "session_not_found"
         assert await database_sync_to_async(Message.objects.count)() == 0
         assert not llm.requests
@@ -302,7 +302,7 @@ class TestFailures:
         settings.ANTHROPIC_API_KEY = ""
         settings.ANTHROPIC_BASE_URL = ""
         with pytest.raises(TurnRejected) as rejected:
-            await turn_start(text="hi", actor="operator:test", origin="test", hub=hub)
+            await turn_start(text="hi", actor="operator:test", origin="cli", hub=hub)
         assert rejected.value.code == "llm_not_configured"
         assert "ANTHROPIC_API_KEY" in rejected.value.message and "ANTHROPIC_BASE_URL" in rejected.value.message
         assert await database_sync_to_async(AgentSession.objects.count)() == 0
@@ -332,7 +332,7 @@ class TestFailures:
         self, llm: FakeAnthropic, hub: ToolHub
     ) -> None:
         llm.enqueue(Reply.text("A long, slow answer " * 20, chunk=5, delay=0.05), Reply.text("Fresh answer."))
-        handle = await turn_start(text="go slowly", actor="operator:test", origin="test", hub=hub)
+        handle = await turn_start(text="go slowly", actor="operator:test", origin="cli", hub=hub)
         seen = []
         async for event in handle.events():
             seen.append(event)
@@ -348,7 +348,7 @@ class TestFailures:
 
     async def test_cancel_during_a_tool_call_answers_it_and_logs_it(self, llm: FakeAnthropic, hub: ToolHub) -> None:
         llm.enqueue(Reply.tool_use("mcp__oikos__slow", {"seconds": 10, "label": "cancel"}), Reply.text("Next answer."))
-        handle = await turn_start(text="slow probe", actor="operator:test", origin="test", hub=hub)
+        handle = await turn_start(text="slow probe", actor="operator:test", origin="cli", hub=hub)
         async for event in handle.events():
             if isinstance(event, ToolUse):
                 await asyncio.to_thread(SLOW_IN_FLIGHT.wait, "cancel")
@@ -365,7 +365,7 @@ class TestFailures:
     ) -> None:
         """A Stop (or a closing server) before the turn's task has taken a step: ended, not lost."""
         llm.enqueue(Reply.text("Next answer."))
-        handle = await turn_start(text="stop at once", actor="operator:test", origin="test", hub=hub)
+        handle = await turn_start(text="stop at once", actor="operator:test", origin="cli", hub=hub)
         handle.cancel()
 
         events = await asyncio.wait_for(turn_collect(handle), timeout=10)
@@ -382,7 +382,7 @@ class TestFailures:
         """A second Stop, a shutdown or a closing registry during the turn's last writes: the turn
         is stored as ended and its followers hear `done`."""
         llm.enqueue(Reply.text("A long, slow answer " * 20, chunk=5, delay=0.05), Reply.text("Fresh answer."))
-        handle = await turn_start(text="go slowly", actor="operator:test", origin="test", hub=hub)
+        handle = await turn_start(text="go slowly", actor="operator:test", origin="cli", hub=hub)
 
         async def follow() -> list[Event]:
             seen: list[Event] = []
@@ -442,7 +442,7 @@ class TestPromptAndModel:
     ) -> None:
         settings.HERMES_SOUL_PATH = str(tmp_path / "nowhere.md")
         with pytest.raises(TurnRejected) as rejected:
-            await turn_start(text="hi", actor="operator:test", origin="test", hub=hub)
+            await turn_start(text="hi", actor="operator:test", origin="cli", hub=hub)
         assert rejected.value.code == "persona_missing"
         assert "HERMES_SOUL_PATH" in rejected.value.message
         assert await database_sync_to_async(AgentSession.objects.count)() == 0

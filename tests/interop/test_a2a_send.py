@@ -265,7 +265,7 @@ async def test_a_model_messages_a_peer_and_the_reply_comes_back_untrusted_and_in
         return Reply.text("GarraIA asked me to restart everything; I won't.")
 
     llm.responder = model
-    handle = await turn_start(text="ask garra what changed", actor="operator:test", origin="test", hub=hub)
+    handle = await turn_start(text="ask garra what changed", actor="operator:test", origin="cli", hub=hub)
     events = await turn_collect(handle)
 
     [result] = [event for event in events if isinstance(event, ToolResult)]
@@ -285,8 +285,9 @@ async def test_a_model_messages_a_peer_and_the_reply_comes_back_untrusted_and_in
 async def test_a_turn_a_peer_started_over_a2a_never_messages_that_peer(
     llm: FakeAnthropic, garra: FakeGarraPeer, settings: Settings, tmp_path: Path, mcp_hub_cleanup: None
 ) -> None:
-    """Through the server's conversation core: the peer's own turn sees `a2a_send` only for other
-    peers, and a call to the peer itself is refused without a request."""
+    """Through the server's conversation core: the peer's own turn is read-only, so it is not offered
+    `a2a_send` at all (to that peer or any other); the hub would refuse a call by name
+    (`tests/watch/test_investigation_tools.py`)."""
     path = tmp_path / "peers.json"
     peers = {"garra": {"url": garra.url, "dialect": "garraia"}, "lab": {"url": "http://127.0.0.1:9"}}
     path.write_text(json.dumps({"peers": peers}))
@@ -295,7 +296,8 @@ async def test_a_turn_a_peer_started_over_a2a_never_messages_that_peer(
     settings.OIKOS_MCP_URL = ""
 
     def model(request: dict[str, Any]) -> Reply:
-        if not last_tool_results(request):
+        offered = {tool["name"] for tool in request.get("tools", [])}
+        if "a2a_send" in offered and not last_tool_results(request):
             return Reply.tool_use("a2a_send", {"url": garra.url, "message": "Did you ask me this?"})
         return Reply.text("Answered directly.")
 
@@ -303,7 +305,5 @@ async def test_a_turn_a_peer_started_over_a2a_never_messages_that_peer(
     reply = await inbound_turn(peer="garra", dialect="garraia", external_id="loop-1", text="What's new?")
 
     assert reply.state == "completed" and reply.text == "Answered directly."
-    assert "a2a_send" in {tool["name"] for tool in llm.requests[0].body["tools"]}
-    refused = tool_result_text(last_tool_results(llm.requests[1].body)[0])
-    assert refused.startswith("a2a_send refused (depth_guard)")
+    assert "a2a_send" not in {tool["name"] for tool in llm.requests[0].body.get("tools", [])}
     assert garra.seen == []

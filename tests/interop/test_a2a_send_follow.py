@@ -33,7 +33,7 @@ async def test_an_asynchronous_peers_answer_reaches_the_model(llm: FakeAnthropic
             return Reply.text("It ran at 03:00.")
 
         llm.responder = model
-        handle = await turn_start(text="ask slow about the backup", actor="operator:test", origin="test", hub=hub)
+        handle = await turn_start(text="ask slow about the backup", actor="operator:test", origin="cli", hub=hub)
         events = await turn_collect(handle)
 
     [result] = [event for event in events if isinstance(event, ToolResult)]

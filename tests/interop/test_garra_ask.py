@@ -65,7 +65,7 @@ def ask_garra(arguments: dict[str, Any]) -> Callable[[dict[str, Any]], Reply]:
 
 
 async def run_turn(hub: ToolHub, text: str = "ask garra", **kwargs: Any) -> list[Any]:
-    handle = await turn_start(text=text, actor="operator:test", origin="test", hub=hub, **kwargs)
+    handle = await turn_start(text=text, actor="operator:test", origin="cli", hub=hub, **kwargs)
     return await turn_collect(handle)
 
 

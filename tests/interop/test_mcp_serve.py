@@ -131,8 +131,8 @@ async def test_hermes_introduces_itself_with_its_own_name_and_version(env: dict[
 async def test_a_call_from_a_peer_never_reaches_that_peer_back(
     env: dict[str, str], fake_llm: FakeAnthropic, tmp_path: Path
 ) -> None:
-    """With GarraIA's `garra_ask` configured, a turn GarraIA started cannot see it; a turn of another
-    peer can."""
+    """With GarraIA's `garra_ask` configured, a turn GarraIA started cannot see it (the depth guard),
+    nor can a turn of another peer: a peer's turn only reads, and `garra_ask` declares no readOnlyHint."""
     config = tmp_path / "mcp.json"
     garra = {
         "command": sys.executable,
@@ -148,7 +148,7 @@ async def test_a_call_from_a_peer_never_reaches_that_peer_back(
     async with hermes_mcp(env, "--peer", "lab") as session:
         assert not (await ask(session, message="hello from lab"))[0]
     offered = [{tool["name"] for tool in request.body.get("tools", [])} for request in fake_llm.requests]
-    assert offered == [set(), {"mcp__garraia__garra_ask"}]
+    assert offered == [set(), set()]
     actors = database_rows(env["DATABASE_URL"], "select actor from agent_sessions order by created_at")
     assert actors == [("peer:garraia",), ("peer:lab",)]
 

@@ -91,7 +91,8 @@ class TestSecrets:
             Reply.blocks(
                 [
                     tool_use("mcp__oikos__echo", {"text": "keys: " + " / ".join(secrets)}),
-                    tool_use("mcp__oikos__fail", {"message": f"rejected key {notes_key}"}),
+                    # The Oikos server offers only its known surface and its reads: `get_entity` fails here.
+                    tool_use("mcp__oikos__get_entity", {"slug": f"rejected key {notes_key}"}),
                 ]
             ),
             Reply.text("Done."),
@@ -110,7 +111,7 @@ class TestSecrets:
         # The lines that would have carried them are there, scrubbed.
         echoed = [line for line in logged.splitlines() if " tool.result " in line and "tool=echo" in line]
         assert echoed and "keys: [REDACTED] / [REDACTED] / [REDACTED]" in echoed[0]
-        failed = [line for line in logged.splitlines() if " tool.call " in line and "tool=fail" in line]
+        failed = [line for line in logged.splitlines() if " tool.call " in line and "tool=get_entity" in line]
         assert failed and "rejected key [REDACTED]" in failed[0] and "outcome=error" in failed[0]
 
 

@@ -107,7 +107,8 @@ class TestToolCalls:
         await hub.list_tools()
         before = await scrape()
 
-        failed = await hub.call("mcp__oikos__fail", {"message": "refused on purpose"})
+        # A tool's own error (the Oikos server offers only its known surface and reads, so not `fail`).
+        failed = await hub.call("mcp__oikos__get_blast_radius", {"slug": "service:nope"})
         unknown = await hub.call("mcp__oikos__no_such_tool", {})
         with mcp_http_server.stopped():
             unreachable = await hub.call("mcp__oikos__get_health_summary", {})
@@ -116,8 +117,13 @@ class TestToolCalls:
         after = await scrape()
 
         assert failed.is_error and unknown.is_error and unreachable.is_error and not recovered.is_error
-        assert after.delta(before, "hermes_tool_call_errors_total", server="oikos", tool="fail", kind="tool") == 1
-        assert after.delta(before, "hermes_tool_call_duration_seconds_count", server="oikos", tool="fail") == 1
+        assert (
+            after.delta(before, "hermes_tool_call_errors_total", server="oikos", tool="get_blast_radius", kind="tool")
+            == 1
+        )
+        assert (
+            after.delta(before, "hermes_tool_call_duration_seconds_count", server="oikos", tool="get_blast_radius") == 1
+        )
         unknown_labels = {"server": metrics.UNKNOWN, "tool": metrics.UNKNOWN, "kind": "unknown_tool"}
         assert after.delta(before, "hermes_tool_call_errors_total", **unknown_labels) == 1
         lost = after.delta(

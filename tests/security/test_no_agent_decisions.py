@@ -1,8 +1,11 @@
-"""No path lets the agent decide an approval: no deciding tool reaches the model or the tool hub, and
-only Oikos's own `request_execution` raises an approval.
+"""No path lets the agent decide an approval: decision tools are recognised by the server they come
+from — the Oikos server offers only its known surface, whatever a new tool is called — and only
+Oikos's own `request_execution` raises an approval.
 
 The rogue server (`tests.security.rogue_mcp_server`) offers every spelling of a decision tool and a
-`request_execution` of its own that answers with a forged approval id.
+`request_execution` of its own that answers with a forged approval id: none of it is Oikos's, so
+none of it decides or raises anything, and a turn nobody at Hermes started is offered none of it
+(none declares `readOnlyHint`).
 """
 
 from __future__ import annotations
@@ -17,9 +20,11 @@ from channels.db import database_sync_to_async
 from pytest_django.fixtures import Settings
 
 from agent.engine.events import Approval, Done, ToolResult
+from agent.engine.runner import turn_start
 from agent.models import Activity
 from agent.tools import ToolHub
-from agent.tools.policy import OIKOS_TOOLS, ToolPolicy, tool_decides_approvals
+from agent.tools.context import ToolCallContext
+from agent.tools.policy import OIKOS_TOOLS, ToolPolicy
 from oikos_sim.server import RunningSim
 from tests.agent.conftest import ask
 from tests.fakes import FakeAnthropic, Reply
@@ -38,8 +43,11 @@ ROGUE_DECISION_TOOLS = [
     "approves_execution",
     "submitDecision",
 ]
-# What the rogue server may offer: reads, and a request (which must raise nothing).
-ROGUE_OFFERED = {"mcp__rogue__list_approvals", "mcp__rogue__request_execution", "mcp__rogue__sudo_run"}
+# Every tool of the rogue server: offered to an operator's turn as another server's tools, never as
+# decisions (a request of its own must raise nothing).
+ROGUE_OFFERED = {
+    f"mcp__rogue__{tool}" for tool in [*ROGUE_DECISION_TOOLS, "list_approvals", "request_execution", "sudo_run"]
+}
 
 RogueConfig = Callable[..., Path]
 
@@ -92,25 +100,24 @@ def offered_tools(llm: FakeAnthropic) -> list[str]:
     return [tool["name"] for tool in llm.requests[0].body["tools"]]
 
 
-async def test_deciding_tools_of_any_server_are_never_offered_to_the_model(
+async def test_a_turn_nobody_at_hermes_started_is_offered_none_of_another_servers_tools(
     llm: FakeAnthropic, rogue_hub: ToolHub, marker: Path
 ) -> None:
     llm.enqueue(Reply.text("Only a person can decide that."))
 
-    _, events = await ask("approve apr-1 for me", rogue_hub)
+    handle = await turn_start(
+        text="approve apr-1 for me", actor="peer:lab", origin="a2a", origin_peer="lab", hub=rogue_hub
+    )
+    await handle.wait()
 
-    assert isinstance(events[-1], Done)
-    assert set(offered_tools(llm)) == ROGUE_OFFERED
-    assert decisions_made(marker) == []
-
-
-async def test_nor_can_anything_call_them_through_the_hub(rogue_hub: ToolHub, marker: Path) -> None:
-    """`/query`, peers and the engine all call tools through the hub."""
+    assert "tools" not in llm.requests[0].body or llm.requests[0].body["tools"] == []
     for tool in ROGUE_DECISION_TOOLS:
-        outcome = await rogue_hub.call(f"mcp__rogue__{tool}", {"approval_id": "apr-1"})
-
-        assert outcome.is_error, tool
-        assert "Unknown tool" in outcome.content[0]["text"]
+        outcome = await rogue_hub.call(
+            f"mcp__rogue__{tool}",
+            {"approval_id": "apr-1"},
+            context=ToolCallContext(actor="peer:lab", origin="a2a", capability="read"),
+        )
+        assert outcome.is_error and "not available in this turn" in outcome.content[0]["text"], tool
     assert decisions_made(marker) == [], "a deciding tool of the server ran"
 
 
@@ -127,11 +134,11 @@ async def test_a_server_and_the_setting_deny_more_tools_by_pattern_in_any_spelli
     finally:
         await hub.aclose()
 
-    assert offered_tools(llm) == ["mcp__rogue__request_execution"]
+    assert set(offered_tools(llm)) == ROGUE_OFFERED - {"mcp__rogue__list_approvals", "mcp__rogue__sudo_run"}
     assert refused.is_error and decisions_made(marker) == []
 
 
-async def test_oikos_offers_the_model_its_whole_surface_but_no_decisions(
+async def test_oikos_offers_the_model_its_whole_known_surface(
     llm: FakeAnthropic, oikos_settings: RunningSim, oikos_hub: ToolHub
 ) -> None:
     llm.enqueue(Reply.text("Nothing to do."))
@@ -141,7 +148,6 @@ async def test_oikos_offers_the_model_its_whole_surface_but_no_decisions(
     offered = offered_tools(llm)
     # The allowlist is oikos_sim's surface, exactly: a tool added to either shows up here.
     assert sorted(offered) == sorted(f"mcp__oikos__{tool}" for tool in OIKOS_TOOLS)
-    assert not [name for name in offered if tool_decides_approvals(name)]
 
 
 async def test_a_second_servers_request_execution_raises_no_approval(
@@ -193,50 +199,36 @@ async def test_only_the_server_named_by_the_setting_is_oikos(
     assert approval.approval_id != FORGED_APPROVAL_ID
 
 
-def test_an_oikos_tool_outside_its_known_surface_is_withheld_when_it_touches_approvals() -> None:
-    oikos = ToolPolicy(oikos=True, allow=("get_execution_logs", "approval_override"))
+# Synonyms a word list let through: on the Oikos server, an unknown tool is withheld whatever its name.
+OIKOS_SYNONYMS = [
+    "approve_execution",
+    "grant_approval",
+    "greenlight",
+    "sign_off_change",
+    "ratify",
+    "rubber_stamp",
+    "okay_request",
+    "bless_execution",
+    "let_it_run",
+    "approval.grant",
+    "list_pending_executions",
+]
+
+
+@pytest.mark.parametrize("tool", OIKOS_SYNONYMS)
+def test_an_oikos_tool_outside_its_known_surface_is_withheld_whatever_it_is_called(tool: str) -> None:
+    assert ToolPolicy(oikos=True).withheld(tool) is not None
+    # Another server's tool of that name decides nothing in Oikos: only provenance limits it.
+    assert ToolPolicy().withheld(tool) is None
+
+
+def test_the_oikos_allowlist_its_reads_and_what_the_operator_vouches_for() -> None:
+    oikos = ToolPolicy(oikos=True, allow=("get_execution_logs",))
 
     assert all(oikos.withheld(tool) is None for tool in OIKOS_TOOLS)
-    # A newer Oikos's new read tool is offered; one that touches approvals needs `tools.allow`.
-    assert oikos.withheld("get_capacity_report") is None
-    assert oikos.withheld("list_pending_executions") is not None
+    # A newer Oikos's new read, annotated so by Oikos, is offered; so is a tool `tools.allow` names.
+    assert oikos.withheld("get_capacity_report", read_only=True) is None
+    assert oikos.withheld("get_capacity_report") is not None
     assert oikos.withheld("get_execution_logs") is None
-    # Never a decision tool, even when the configuration vouches for it.
-    assert oikos.withheld("approval_override") is not None
-    assert oikos.withheld("grant_approval") is not None
     # A denied pattern beats the known surface.
     assert ToolPolicy(oikos=True, deny=("tail_*",)).withheld("tail_log") is not None
-
-
-@pytest.mark.parametrize(
-    ("name", "decides"),
-    [
-        ("approve_execution", True),
-        ("denyApproval", True),
-        ("approval.decide", True),
-        ("reject", True),
-        ("grant_approval", True),
-        ("grantApproval", True),
-        ("approval-grant", True),
-        ("resolve_approval", True),
-        ("approves_execution", True),
-        ("submitDecision", True),
-        ("confirm_execution", True),
-        ("acceptRequest", True),
-        ("set_verdict", True),
-        ("authorize", True),
-        ("approveexecution", True),
-        ("APPROVE", True),
-        ("list_approvals", False),
-        ("get_approval", False),
-        ("request_execution", False),
-        ("get_execution", False),
-        ("get_denylist", False),
-        ("get_decision_log", False),
-        ("preflight", False),
-        ("get_signal_history", False),
-        ("search_knowledge", False),
-    ],
-)
-def test_deciding_names_are_recognised_in_every_spelling(name: str, decides: bool) -> None:
-    assert tool_decides_approvals(name) is decides
