@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('agent', '0010_ledger_keyset_indexes'),
+        ('agent', '0011_budget_reservations'),
     ]
 
     operations = [
