@@ -47,7 +47,10 @@ class Sockets:
 
     def __init__(self, page: Page) -> None:
         self.opened: list[WebSocket] = []
-        page.on("websocket", self.opened.append)
+        page.on("websocket", self._opened)
+
+    def _opened(self, socket: WebSocket) -> None:
+        self.opened.append(socket)
 
     @property
     def open(self) -> list[WebSocket]:
