@@ -145,7 +145,7 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
                 parts.append(fragments.escalation_replace(card))
         parts.append(fragments.turn_controls(self._running()))
         if self.with_rail:
-            parts.append(fragments.rail_replace(self.relay.state))
+            parts.extend(fragments.rail_parts(self.relay.state))
             parts.extend(await self._elicitations_if_changed())
         listed: list[ApprovalState] = []
         if self.with_approvals:
@@ -305,7 +305,7 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
     # --- the rail ---------------------------------------------------------------------------------
 
     async def rail_update(self, message: dict[str, Any]) -> None:
-        parts = [fragments.rail_replace(self.relay.state)] if self.with_rail else []
+        parts = fragments.rail_parts(self.relay.state) if self.with_rail else []
         changed_inline = [
             self.relay.state.approvals[approval_id]
             for approval_id in message.get("approvals", [])

@@ -100,8 +100,20 @@ def turn_controls(running: TurnView | None) -> str:
     return format_html('<div hx-swap-oob="innerHTML:#turn-controls">{}</div>', inner)
 
 
-def rail_replace(state: RailState) -> str:
-    inner = _render("rail.html", {"rail": state})
+def rail_parts(state: RailState) -> list[str]:
+    """The rail replaced whole or, when too large for one message, its approval cards one at a time."""
+    approvals = state.approvals_shown()
+    whole = _rail_replace(state, approvals)
+    if frame_fits(whole) or not approvals:
+        return [whole]
+    cards = [_render("approval_card.html", {"approval": a, "oob": "", "notice": ""}) for a in approvals]
+    return [_rail_replace(state, [], approvals_follow=True)] + [
+        format_html('<div hx-swap-oob="beforeend:#rail-approval-list">{}</div>', card) for card in cards
+    ]
+
+
+def _rail_replace(state: RailState, approvals: list[ApprovalState], *, approvals_follow: bool = False) -> str:
+    inner = _render("rail.html", {"rail": state, "approvals": approvals, "approvals_follow": approvals_follow})
     return format_html('<div hx-swap-oob="innerHTML:#rail">{}</div>', inner)
 
 

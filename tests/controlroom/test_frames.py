@@ -14,7 +14,9 @@ from django.utils import timezone
 from agent.models import AgentSession, Elicitation, Message, Turn
 from agent.tools.elicitation import ElicitField
 from agent.tools.elicitation_bounds import MAX_DESCRIPTION_CHARS, MAX_FIELDS, MAX_LABEL_CHARS, MAX_MESSAGE_CHARS
+from controlroom import fragments
 from controlroom.frames import FRAME_LIMIT_BYTES, frames_pack
+from controlroom.rail import ApprovalState, RailState
 from oikos_sim.server import RunningSim
 from tests.controlroom.conftest import Connect, Frames
 
@@ -43,6 +45,28 @@ class TestPacking:
 
     def test_empty_parts_send_nothing(self) -> None:
         assert frames_pack(["", ""]) == []
+
+
+class TestAHugeRail:
+    def test_its_approvals_arrive_in_messages_under_the_limit(self) -> None:
+        state = RailState()
+        for index in range(30):
+            approval_id = f"apr-{index:03d}"
+            state.approvals[approval_id] = ApprovalState(
+                approval_id=approval_id, target="service:caddy", action="restart", reason=f"r{index} " + "x" * 60_000
+            )
+
+        frames = frames_pack(fragments.rail_parts(state))
+
+        assert len(frames) > 1
+        assert all(size(frame) <= FRAME_LIMIT_BYTES for frame in frames), [size(frame) for frame in frames]
+        text = "".join(frames)
+        assert [f"r{index} " in text for index in range(30)] == [True] * 30
+        assert "Too large to show" not in text and "Nothing is waiting for approval" not in text
+
+    def test_a_small_rail_is_one_replace(self) -> None:
+        [frame] = frames_pack(fragments.rail_parts(RailState()))
+        assert frame.count("hx-swap-oob") == 1 and "Nothing is waiting for approval." in frame
 
 
 def pending_elicitation(index: int) -> Elicitation:
