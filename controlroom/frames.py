@@ -1,9 +1,9 @@
 """Every message the control room's websocket sends fits under the server's message limit.
 
 Daphne's websocket layer (autobahn) refuses to send a message larger than its
-`--websocket-max-message-size` (1 MiB unless configured; `hermes_site.serve` keeps Daphne's
-default): the send raises, the consumer dies, the page's socket drops and reconnects, and the
-same too-large snapshot kills it again. Text from outside (a server's question, a tool's result,
+`--websocket-max-message-size` (1 MiB by default, which `docker/start.sh` keeps):
+the send raises, the consumer dies, the page's socket drops and reconnects, and the same too-large
+snapshot kills it again. Text from outside (a server's question, a tool's result,
 an Oikos approval) decides how large a fragment is, so the size cannot be left to chance.
 
 So the consumer hands its out-of-band swaps to `frames_pack` as separate parts, never pre-joined:
