@@ -17,14 +17,15 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from agent.tools.elicitation import MAX_FIELDS
+from agent.tools.elicitation import MAX_FIELDS, MAX_OPTIONS
 
 MAX_MESSAGE_CHARS = 10_000
 # Titles, property names, choice values and their labels: one line each in a form.
 MAX_LABEL_CHARS = 500
 MAX_DESCRIPTION_CHARS = 2_000
 MAX_DEFAULT_CHARS = 4_000
-MAX_ENUM_ENTRIES = 500
+# Choices of one field: the parser's own bound, so both say the same.
+MAX_ENUM_ENTRIES = MAX_OPTIONS
 MAX_DEPTH = 8
 # The whole requested schema, serialized as JSON.
 MAX_SCHEMA_CHARS = 100_000

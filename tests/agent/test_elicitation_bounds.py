@@ -56,7 +56,7 @@ class TestBounds:
             ("ok", form_with(title="T" * (MAX_LABEL_CHARS + 1)), "a title is 501 characters"),
             ("ok", form_with(description="d" * 2_001), "a description is 2,001 characters"),
             ("ok", form_with(default="v" * 4_001), "a default is 4,001 characters"),
-            ("ok", form_with(enum=[f"c{n}" for n in range(MAX_ENUM_ENTRIES + 1)]), "a field has 501 choices"),
+            ("ok", form_with(enum=[f"c{n}" for n in range(MAX_ENUM_ENTRIES + 1)]), "a field has 201 choices"),
             ("ok", form_with(enum=["e" * (MAX_LABEL_CHARS + 1)]), "a choice is 501 characters"),
             ("ok", form_with(oneOf=[{"const": "a", "title": "t" * (MAX_LABEL_CHARS + 1)}]), "a title is 501"),
             ("ok", {"type": "object", "properties": {f"f{n}": {"type": "string"} for n in range(51)}}, "51 fields"),
