@@ -15,6 +15,10 @@ means no part of Hermes ever handles an oversized input, and each gets the same 
   layer: Daphne lets an application close only with 1000 or 3000-4999, and raised on 1009. 4009 is
   in the range left to applications, and names the same thing.)
 
+Daphne reads a whole HTTP body before any ASGI application runs, so under Daphne the same limit is
+also applied inside it, as the body arrives (`hermes_site.request_bodies`); this edge still holds
+for any other ASGI server and for bodies that stay under the declared length.
+
 Daphne already refuses websocket frames and messages over 1 MiB (`--websocket-max-frame-size`,
 `--websocket-max-message-size`), before they reach any application.
 """
@@ -43,9 +47,7 @@ class SizeLimits:
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> Any:
         if scope["type"] == "http":
-            # The largest body any route takes; each route then holds to its own limit.
-            limit = max(settings.HERMES_MAX_REQUEST_BYTES, settings.HERMES_A2A_MAX_BODY_BYTES)
-            return await self._http(scope, receive, send, limit)
+            return await self._http(scope, receive, send, request_body_limit())
         if scope["type"] == "websocket":
             return await self._websocket(scope, receive, send, settings.HERMES_MAX_REQUEST_BYTES)
         return await self.app(scope, receive, send)
@@ -101,6 +103,15 @@ class SizeLimits:
         return await self.app(scope, receive_bounded, send_unless_closed)
 
 
+def request_body_limit() -> int:
+    """The largest body any route takes; each route then holds to its own limit."""
+    return max(settings.HERMES_MAX_REQUEST_BYTES, settings.HERMES_A2A_MAX_BODY_BYTES)
+
+
+def request_too_large_message(limit: int) -> str:
+    return f"The body is larger than the limit of {limit:,} bytes."
+
+
 def size_limits(app: ASGIApp) -> ASGIApp:
     """`app` behind the size limits (see the module docstring)."""
     return SizeLimits(app)
@@ -125,6 +136,4 @@ def _frame_size(message: dict[str, Any]) -> int:
 
 async def _too_large(send: Any, limit: int, scope: Scope) -> None:
     logger.warning("refused %s %s: body over %d bytes", scope.get("method"), scope.get("path"), limit)
-    await asgi_http_refuse(
-        send, status=413, code="request_too_large", message=f"The body is larger than the limit of {limit:,} bytes."
-    )
+    await asgi_http_refuse(send, status=413, code="request_too_large", message=request_too_large_message(limit))

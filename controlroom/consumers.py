@@ -28,6 +28,7 @@ from agent.live import SESSIONS_GROUP, session_group, turn_registry
 from agent.proposals import PROPOSALS_GROUP, proposals_pending
 from controlroom import fragments, selectors
 from controlroom.approvals import approvals_confirmed, approvals_listed
+from controlroom.frames import frames_pack
 from controlroom.identity import operator_name
 from controlroom.investigation_feed import InvestigationFeed, investigation_feed
 from controlroom.rail import ApprovalState
@@ -117,6 +118,11 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         """Nothing is accepted from the browser on this socket; actions are POSTs with CSRF."""
 
+    async def _send(self, parts: list[str]) -> None:
+        """Every message this socket sends: the parts packed under Daphne's message limit (`controlroom.frames`)."""
+        for frame in frames_pack(parts):
+            await self.send(text_data=frame)
+
     # --- the snapshot ----------------------------------------------------------------------------
 
     async def _snapshot(self) -> None:
@@ -133,7 +139,7 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
         for view in views:
             self._approvals_note(view)
         approvals = await self._approvals_current(self.inline_approvals.values())
-        parts = [fragments.transcript_replace(views, approvals) if self.session_id else ""]
+        parts = fragments.transcript_parts(views, approvals) if self.session_id else []
         if self.session_id is not None:
             # An investigation's card as it is now (the escalation may have been stored since the
             # page was served); later changes come as `investigation.news`.
@@ -142,8 +148,8 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
                 parts.append(fragments.escalation_replace(card))
         parts.append(fragments.turn_controls(self._running()))
         if self.with_rail:
-            parts.append(fragments.rail_replace(self.relay.state))
-            parts.append(await self._elicitations_if_changed())
+            parts.extend(fragments.rail_parts(self.relay.state))
+            parts.extend(await self._elicitations_if_changed())
             parts.append(await self._proposals())
         listed: list[ApprovalState] = []
         if self.with_approvals:
@@ -155,7 +161,7 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
         shown = list({approval.approval_id: approval for approval in candidates}.values())
         self.forms_shown = {approval.approval_id for approval in shown}
         parts.append(fragments.approval_forms_replace(shown))
-        await self.send(text_data="".join(parts))
+        await self._send(parts)
 
     # --- MCP servers' questions (elicitations) in the rail -----------------------------------------
 
@@ -164,23 +170,21 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
 
         Only a change of the set redraws: a redraw would wipe what the operator is typing in a form.
         """
-        html = await self._elicitations_if_changed()
-        if html:
-            await self.send(text_data=html)
+        await self._send(await self._elicitations_if_changed())
 
-    async def _elicitations_if_changed(self) -> str:
+    async def _elicitations_if_changed(self) -> list[str]:
         pending = await database_sync_to_async(elicitations_pending)()
         ids = [item.id for item in pending]
         if ids == self.elicitations_shown:
-            return ""
+            return []
         self.elicitations_shown = ids
-        return fragments.elicitations_replace(pending)
+        return fragments.elicitations_parts(pending)
 
     # --- executions proposed by peers and investigations, in the rail ---------------------------------
 
     async def proposals_changed(self, message: dict[str, Any]) -> None:
         """A proposal was made or decided somewhere: redraw the rail's proposals (they hold no typing)."""
-        await self.send(text_data=await self._proposals())
+        await self._send([await self._proposals()])
 
     async def _proposals(self) -> str:
         return fragments.proposals_replace(await database_sync_to_async(proposals_pending)())
@@ -194,7 +198,7 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
             view = turn_view_replay(event, [])
             first = not self._turns_in_page()
             self.turns[turn_id] = TurnSync(view=view, seq=seq, in_page=True)
-            await self.send(text_data=fragments.turn_append(view, {}, first=first) + fragments.turn_controls(view))
+            await self._send([fragments.turn_append(view, {}, first=first), fragments.turn_controls(view)])
             return
         if sync is None:
             # A turn this socket has not drawn yet (joined after its start): ask for it whole.
@@ -248,11 +252,11 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
         if not changes:
             return
         approvals = await self._approvals_for(sync.view, changes)
-        parts = [fragments.turn_changes(sync.view, changes, approvals)]
+        parts = fragments.turn_changes_parts(sync.view, changes, approvals)
         parts.append(self._forms_for_new(approvals.values(), changes))
         if any(change.kind == "finished" for change in changes):
             parts.append(fragments.turn_controls(self._running()))
-        await self.send(text_data="".join(parts))
+        await self._send(parts)
 
     async def _redraw(self, sync: TurnSync) -> None:
         assert sync.view is not None
@@ -265,13 +269,13 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
         sync.in_page = True
         parts = [drawn, fragments.turn_controls(self._running())]
         parts.append(self._forms_for_new(approvals.values(), []))
-        await self.send(text_data="".join(parts))
+        await self._send(parts)
 
     # --- the session list -------------------------------------------------------------------------
 
     async def sessions_changed(self, message: dict[str, Any]) -> None:
         """A session started or finished a turn: the page refetches its list, keeping its search."""
-        await self.send(text_data=fragments.session_list_refresh(current=str(self.session_id or "")))
+        await self._send([fragments.session_list_refresh(current=str(self.session_id or ""))])
 
     # --- investigations ---------------------------------------------------------------------------
 
@@ -289,7 +293,7 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
             card = await database_sync_to_async(selectors.session_escalation)(session_id=self.session_id)
             if card is not None:
                 parts.append(fragments.escalation_replace(card))
-        await self.send(text_data="".join(parts))
+        await self._send(parts)
         if any(news["escalated"] for news in mine):
             await self._finished_turns_redraw()
 
@@ -314,14 +318,14 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
     # --- the rail ---------------------------------------------------------------------------------
 
     async def rail_update(self, message: dict[str, Any]) -> None:
-        parts = [fragments.rail_replace(self.relay.state)] if self.with_rail else []
+        parts = fragments.rail_parts(self.relay.state) if self.with_rail else []
         changed_inline = [
             self.relay.state.approvals[approval_id]
             for approval_id in message.get("approvals", [])
             if approval_id in self.inline_approvals and approval_id in self.relay.state.approvals
         ]
         if changed_inline:
-            parts.append(fragments.approval_cards_replace(changed_inline))
+            parts.extend(fragments.approval_cards_replace([approval]) for approval in changed_inline)
             # A card Oikos has just confirmed (its event came after the tool result) becomes decidable.
             parts.append(self._forms_for_new(changed_inline, []))
         if self.with_rail:
@@ -332,7 +336,7 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
             parts.append(fragments.approval_grid_replace(listed, problem))
             parts.append(self._forms_for_new(listed, []))
         if parts:
-            await self.send(text_data="".join(parts))
+            await self._send(parts)
 
     # --- approvals shown in this page --------------------------------------------------------------
 

@@ -16,6 +16,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
 from controlroom import dom
+from controlroom.frames import frame_fits
 from controlroom.rail import ApprovalState, RailState
 from controlroom.selectors import EscalationCard
 from controlroom.transcript import ApprovalItem, Change, Item, TextItem, ThinkingItem, TurnView
@@ -41,6 +42,17 @@ def transcript_replace(views: list[TurnView], approvals: Approvals) -> str:
     return format_html('<div hx-swap-oob="innerHTML:#transcript">{}</div>', inner)
 
 
+def transcript_parts(views: list[TurnView], approvals: Approvals) -> list[str]:
+    """The transcript replaced whole, or — when that would not fit one websocket message — emptied and
+    then filled one turn at a time, so each turn travels (or is left out, saying so) on its own."""
+    whole = transcript_replace(views, approvals)
+    if frame_fits(whole) or not views:
+        return [whole]
+    return [transcript_replace([], approvals)] + [
+        turn_append(view, approvals, first=index == 0) for index, view in enumerate(views)
+    ]
+
+
 def turn_append(view: TurnView, approvals: Approvals, *, first: bool = False) -> str:
     """A turn added at the end; the first one also clears the empty-transcript greeting."""
     html: str = format_html('<div hx-swap-oob="beforeend:#transcript">{}</div>', turn_html(view, approvals))
@@ -56,6 +68,11 @@ def turn_replace(view: TurnView, approvals: Approvals) -> str:
 
 def turn_changes(view: TurnView, changes: list[Change], approvals: Approvals) -> str:
     """The swaps that show `changes` of one turn."""
+    return "".join(turn_changes_parts(view, changes, approvals))
+
+
+def turn_changes_parts(view: TurnView, changes: list[Change], approvals: Approvals) -> list[str]:
+    """The swaps that show `changes` of one turn, one part per change (see `controlroom.frames`)."""
     body = dom.turn_body_dom_id(view.turn_id)
     parts: list[str] = []
     for change in changes:
@@ -74,8 +91,8 @@ def turn_changes(view: TurnView, changes: list[Change], approvals: Approvals) ->
             parts.append(item_html(view, item, approvals, oob="true"))
         elif change.kind == "finished":
             # Redrawn whole: its status, usage and every block in final form.
-            return turn_replace(view, approvals)
-    return "".join(parts)
+            return [turn_replace(view, approvals)]
+    return parts
 
 
 def turn_controls(running: TurnView | None) -> str:
@@ -83,8 +100,20 @@ def turn_controls(running: TurnView | None) -> str:
     return format_html('<div hx-swap-oob="innerHTML:#turn-controls">{}</div>', inner)
 
 
-def rail_replace(state: RailState) -> str:
-    inner = _render("rail.html", {"rail": state})
+def rail_parts(state: RailState) -> list[str]:
+    """The rail replaced whole or, when too large for one message, its approval cards one at a time."""
+    approvals = state.approvals_shown()
+    whole = _rail_replace(state, approvals)
+    if frame_fits(whole) or not approvals:
+        return [whole]
+    cards = [_render("approval_card.html", {"approval": a, "oob": "", "notice": ""}) for a in approvals]
+    return [_rail_replace(state, [], approvals_follow=True)] + [
+        format_html('<div hx-swap-oob="beforeend:#rail-approval-list">{}</div>', card) for card in cards
+    ]
+
+
+def _rail_replace(state: RailState, approvals: list[ApprovalState], *, approvals_follow: bool = False) -> str:
+    inner = _render("rail.html", {"rail": state, "approvals": approvals, "approvals_follow": approvals_follow})
     return format_html('<div hx-swap-oob="innerHTML:#rail">{}</div>', inner)
 
 
@@ -155,3 +184,18 @@ def elicitations_replace(pending: list[Any]) -> str:
     """The rail's questions from MCP servers (`agent.elicitations.PendingElicitation`), with their forms."""
     inner = _render("elicitations.html", {"elicitations": pending})
     return format_html('<div hx-swap-oob="innerHTML:#elicitations">{}</div>', inner)
+
+
+def elicitations_parts(pending: list[Any]) -> list[str]:
+    """The rail's questions replaced whole or, when too large for one message, one card at a time."""
+    whole = elicitations_replace(pending)
+    if frame_fits(whole) or not pending:
+        return [whole]
+    first, *rest = pending
+    cards = (
+        _render("elicitation_card.html", {"elicitation": elicitation, "place": "rail", "oob": ""})
+        for elicitation in rest
+    )
+    return [elicitations_replace([first])] + [
+        format_html('<div hx-swap-oob="beforeend:#elicitation-list">{}</div>', card) for card in cards
+    ]

@@ -28,6 +28,10 @@ from agent.redaction import redact, redact_value
 logger = logging.getLogger(__name__)
 
 API_PATH = "/api/v1"
+# The largest event read from Oikos's stream: a larger one ends the stream as a failure (the relay
+# says so in the rail and reconnects) rather than being buffered without end. Oikos's events are
+# a few kilobytes; the rail that shows them is sent within a websocket message's 1 MiB.
+EVENT_MAX_BYTES = 1024 * 1024
 
 
 class OikosError(Exception):
@@ -215,7 +219,7 @@ class OikosClient:
                 if response.status_code != 200:
                     await response.aread()
                     raise self._failure(response)
-                async for sse in httpx2.EventSource(response):
+                async for sse in httpx2.EventSource(response, max_event_size=EVENT_MAX_BYTES):
                     event = _event_parse(sse)
                     if event is not None:
                         yield event

@@ -12,6 +12,8 @@ It takes exactly Daphne's command line. What it adds:
   The process then records itself as stopped, so no one waits for it.
 - The garbage collector is off while the process starts, and what start-up built is then frozen out
   of its sight (`hermes_site.collector`).
+- A request body over the limit is refused as it arrives, not after Daphne has read all of it
+  (`hermes_site.request_bodies`).
 - Its event loop's lag is sampled for `/metrics` (`hermes_event_loop_lag_seconds`).
 - Daphne's access log (written straight to its stream, not through `logging`) has the configured
   secrets redacted from each request line, percent-encoded ones included (`redact_uri`).
@@ -64,6 +66,7 @@ from daphne.server import Server  # noqa: E402
 from twisted.internet import defer  # noqa: E402
 
 from agent.redaction import redact, redact_uri  # noqa: E402
+from hermes_site.request_bodies import BoundedHTTPFactory  # noqa: E402
 
 logger = logging.getLogger("hermes_site.serve")
 
@@ -88,6 +91,16 @@ class HermesServer(Server):
         if isinstance(logger_given, AccessLogGenerator) and not isinstance(logger_given, RedactedAccessLog):
             kwargs["action_logger"] = RedactedAccessLog(logger_given.stream)
         super().__init__(*args, **kwargs)
+
+    # `Server.run` builds Daphne's HTTP factory and listens with it in one method; taking the
+    # assignment is the one place to put ours in its stead (request bodies refused as they arrive).
+    @property
+    def http_factory(self) -> BoundedHTTPFactory:
+        return self._http_factory
+
+    @http_factory.setter
+    def http_factory(self, factory: Any) -> None:
+        self._http_factory = factory if isinstance(factory, BoundedHTTPFactory) else BoundedHTTPFactory(self)
 
     def run(self) -> None:
         # Django is set up and the application loaded: the start-up is over.

@@ -33,6 +33,7 @@ from agent.tools.config import ServerConfig, Transport, mcp_servers_from_setting
 from agent.tools.connection import CORRELATION_META_KEY, CallElicitor, MCPCallError, ServerConnection
 from agent.tools.context import ToolCallContext
 from agent.tools.elicitation import ElicitationAnswer, ElicitationAsk, ElicitSchemaError, elicit_fields_parse
+from agent.tools.elicitation_bounds import elicitation_oversize, elicitation_oversize_note
 from agent.tools.envelopes import envelope_get
 from agent.tools.local import LOCAL_SERVER, LocalTool, local_tool_name_check, local_tools_from_settings
 from agent.tools.names import ToolNameMap
@@ -550,11 +551,15 @@ def _call_elicitor(context: ToolCallContext, *, server: str, tool: str) -> CallE
         return None
 
     async def elicit(message: str, schema: dict[str, Any], deadline: float) -> ElicitationAnswer:
+        oversize = elicitation_oversize(message, schema)
+        if oversize:
+            # Nothing of it is stored or drawn: a note in its place, and a decline for the server.
+            message, schema = elicitation_oversize_note(server), {}
         # The server's words reach people and the ledger: scrubbed like everything it sends.
         message, schema = redact_value(message), redact_value(schema)
         try:
             fields = elicit_fields_parse(schema)
-            problem = ""
+            problem = f"the form is too large: {oversize}" if oversize else ""
         except ElicitSchemaError as exc:
             fields, problem = (), str(exc)
         ask = ElicitationAsk(
