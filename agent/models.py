@@ -357,7 +357,8 @@ class Proposal(models.Model):
     server = models.CharField(max_length=100)
     tool = models.CharField(max_length=200)
     target = RedactedTextField(blank=True)
-    action = models.CharField(max_length=40, blank=True)
+    # The model wrote it (checked against nothing until Oikos reads it).
+    action = RedactedCharField(max_length=40, blank=True)
     arguments = RedactedJSONField(default=dict)
     # What the turn had read that it does not trust, where the proposal may have come from.
     sources = RedactedJSONField(default=list)
