@@ -37,6 +37,7 @@ from mcp_types import RequestParamsMeta
 from agent.keepalive import KEEPALIVE_SECONDS
 from agent.tools.config import ServerConfig
 from agent.tools.elicitation import ElicitationAnswer
+from agent.tools.protocol import protocol_mode
 from agent.tools.sends import SendNotingTransport
 from agent.tools.stderr import StderrRelay
 from agent.version import NAME, hermes_version
@@ -395,6 +396,7 @@ class ServerConnection:
                 read_timeout_seconds=config.timeout,
                 client_info=CLIENT_INFO,
                 elicitation_callback=self._on_elicit,
+                mode=protocol_mode(config.protocol, oikos=config.oikos),
             )
 
         async def note_auth_failure(response: httpx2.Response) -> None:
@@ -421,6 +423,7 @@ class ServerConnection:
             read_timeout_seconds=config.timeout,
             client_info=CLIENT_INFO,
             elicitation_callback=self._on_elicit,
+            mode=protocol_mode(config.protocol, oikos=config.oikos),
         )
 
     def _credentials_rejected(self) -> str:
