@@ -18,6 +18,7 @@ from mcp.types import INVALID_PARAMS, LATEST_PROTOCOL_VERSION, Implementation, T
 
 from agent.version import hermes_version
 from tests.fakes import FakeAnthropic, Reply, text, thinking
+from tests.fakes.mcp_fixtures import stdio_server_entry
 from tests.fakes.subprocesses import REPO_ROOT, clean_environ
 from tests.interop.processes import database_rows
 
@@ -199,3 +200,25 @@ def test_sigterm_stops_it_while_its_client_keeps_stdin_open(env: dict[str, str])
         server.stdin.close()
         server.stdout.close()
     assert status in (0, 128 + signal.SIGTERM)
+
+
+async def test_a_caller_that_asks_for_progress_is_told_each_step_of_the_turn(
+    env: dict[str, str], fake_llm: FakeAnthropic, tmp_path: Path
+) -> None:
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"oikos": stdio_server_entry()}}))
+    env = {**env, "HERMES_MCP_CONFIG": str(config)}
+    fake_llm.enqueue(Reply.tool_use("mcp__oikos__get_health_summary", {}), Reply.text("Postgres is degraded."))
+    steps: list[tuple[float, float | None, str | None]] = []
+
+    async def progress(value: float, total: float | None, message: str | None) -> None:
+        steps.append((value, total, message))
+
+    async with hermes_mcp(env) as session:
+        result = await session.call_tool("hermes_ask", {"message": "what's degraded?"}, progress_callback=progress)
+
+    assert not result.is_error
+    assert steps == [
+        (1, None, "Hermes is calling mcp__oikos__get_health_summary"),
+        (2, None, "Hermes is writing its answer"),
+    ]
