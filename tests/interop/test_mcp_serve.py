@@ -211,11 +211,11 @@ async def test_a_caller_that_asks_for_progress_is_told_each_step_of_the_turn(
     fake_llm.enqueue(Reply.tool_use("mcp__oikos__get_health_summary", {}), Reply.text("Postgres is degraded."))
     steps: list[tuple[float, float | None, str | None]] = []
 
-    async def progress(value: float, total: float | None, message: str | None) -> None:
-        steps.append((value, total, message))
+    async def note(progress: float, total: float | None, message: str | None) -> None:
+        steps.append((progress, total, message))
 
     async with hermes_mcp(env) as session:
-        result = await session.call_tool("hermes_ask", {"message": "what's degraded?"}, progress_callback=progress)
+        result = await session.call_tool("hermes_ask", {"message": "what's degraded?"}, progress_callback=note)
 
     assert not result.is_error
     assert steps == [
