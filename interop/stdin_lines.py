@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import fcntl
 import os
+import stat
 import sys
 from collections.abc import AsyncIterator
 from typing import Self
@@ -47,25 +48,29 @@ class StdinLines:
 
 @contextlib.asynccontextmanager
 async def stdin_lines() -> AsyncIterator[StdinLines | None]:
-    """Stdin's lines, or None when stdin cannot be watched by the loop (a regular file, which
-    never blocks a reader: the SDK's own reader is fine there)."""
+    """Stdin's lines, or None when stdin is not a pipe, socket or terminal: a regular file or the
+    null device cannot be watched by the loop (epoll refuses them), and never blocks a reader, so
+    the SDK's own reader is fine there."""
     loop = asyncio.get_running_loop()
-    private_fd = fcntl.fcntl(sys.stdin.fileno(), fcntl.F_DUPFD_CLOEXEC, 3)
-    pipe = os.fdopen(private_fd, "rb", buffering=0)
-    reader = asyncio.StreamReader(limit=LINE_LIMIT_BYTES, loop=loop)
-    try:
-        transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader, loop=loop), pipe)
-    except ValueError:
-        pipe.close()
+    fd = sys.stdin.fileno()
+    mode = os.fstat(fd).st_mode
+    if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd)):
         yield None
         return
+    # The loop's copy, which its transport closes at end of input; and one to put back on fd 0.
+    private_fd = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
+    saved_fd = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
+    pipe = os.fdopen(private_fd, "rb", buffering=0)
+    reader = asyncio.StreamReader(limit=LINE_LIMIT_BYTES, loop=loop)
+    transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader, loop=loop), pipe)
     null_fd = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null_fd, 0)
     os.close(null_fd)
     try:
         yield StdinLines(reader)
     finally:
-        os.dup2(private_fd, 0)
-        # The loop made the pipe non-blocking, and a terminal's shell shares that flag.
-        os.set_blocking(private_fd, True)
         transport.close()
+        os.dup2(saved_fd, 0)
+        os.close(saved_fd)
+        # The loop made the pipe non-blocking, and a terminal's shell shares that flag.
+        os.set_blocking(0, True)
