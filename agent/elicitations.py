@@ -213,6 +213,8 @@ def elicitation_fields(row: Elicitation) -> tuple[ElicitField, ...]:
             max_length=raw.get("max_length"),
             minimum=raw.get("minimum"),
             maximum=raw.get("maximum"),
+            min_items=raw.get("min_items"),
+            max_items=raw.get("max_items"),
         )
         for raw in row.fields
     )

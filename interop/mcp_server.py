@@ -14,6 +14,8 @@ protocol error (`invalid_params`).
 The peer's name is `--peer`, else the name the client gives in `initialize`. A turn started here can
 never call that peer back (the depth guard), and `session_id` continues only sessions of that peer.
 
+A caller that sends a `progressToken` is told the turn's steps as they happen (`interop.mcp_progress`).
+
 A client that cancels the call (MCP `notifications/cancelled`, which the SDK's client sends when the
 caller's cancel scope ends the request) cancels the turn: the SDK's server cancels the handler's
 scope, and `hermes_ask` passes that on to the turn (which runs in a task of its own) and waits for
@@ -49,6 +51,7 @@ from mcp.types import (
 from agent.engine.budgets import Budgets
 from agent.engine.runner import TurnRejected, turn_start
 from agent.version import NAME, hermes_version
+from interop.mcp_progress import ProgressReport, TurnProgress
 from interop.peers import peer_allowance, peer_may_propose
 from interop.selectors import session_belongs_to
 from interop.server.conversation import PEER_CANCEL_REASON
@@ -133,8 +136,8 @@ def _failure(kind: str, message: str, **extra: Any) -> CallToolResult:
     return _envelope({"ok": False, "error": {"kind": kind, "message": message}, **extra}, is_error=True)
 
 
-async def hermes_ask(arguments: dict[str, Any], *, peer: str) -> CallToolResult:
-    """Run one turn for `peer` and answer its envelope."""
+async def hermes_ask(arguments: dict[str, Any], *, peer: str, progress: ProgressReport | None = None) -> CallToolResult:
+    """Run one turn for `peer` and answer its envelope; `progress` reports its steps as they happen."""
     try:
         message, session_id, timeout = arguments_parse(arguments)
     except ArgumentsInvalid as invalid:
@@ -165,7 +168,7 @@ async def hermes_ask(arguments: dict[str, Any], *, peer: str) -> CallToolResult:
             return _failure(rejected.code, rejected.message, retry_after=rejected.retry_after)
         return _failure(rejected.code, rejected.message)
     try:
-        answer = await turn_answer(handle)
+        answer = await turn_answer(handle, observe=TurnProgress(progress) if progress is not None else None)
     except anyio.get_cancelled_exc_class():
         handle.cancel(PEER_CANCEL_REASON)
         # The handler's scope stays cancelled: only a shielded scope can wait for the turn to end.
@@ -201,6 +204,6 @@ def build_mcp_server(*, peer: str | None = None) -> Server[Any]:
             raise MCPError(code=INVALID_PARAMS, message=f"unknown tool {params.name!r}; this server has {TOOL}")
         client = ctx.session.client_params
         caller = peer or peer_name_from(client.client_info.name if client else None)
-        return await hermes_ask(dict(params.arguments or {}), peer=caller)
+        return await hermes_ask(dict(params.arguments or {}), peer=caller, progress=ctx.session.report_progress)
 
     return Server(NAME, version=hermes_version(), on_list_tools=list_tools, on_call_tool=call_tool)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from agent.engine.events import Done, Error, TextDelta, ToolResult
+from agent.engine.events import Done, Error, Event, TextDelta, ToolResult
 from agent.engine.runner import TurnHandle
 
 
@@ -17,8 +18,9 @@ class TurnAnswer:
     usage: dict[str, int] = field(default_factory=dict)
 
 
-async def turn_answer(handle: TurnHandle) -> TurnAnswer:
-    """Wait for the turn's `done` and return what the model said after its last tool result.
+async def turn_answer(handle: TurnHandle, *, observe: Callable[[Event], Awaitable[None]] | None = None) -> TurnAnswer:
+    """Wait for the turn's `done` and return what the model said after its last tool result;
+    `observe` sees every event on the way (`hermes_ask`'s progress notifications).
 
     Preambles such as "let me check" belong to the turn, not to the answer another agent reads.
     """
@@ -27,6 +29,8 @@ async def turn_answer(handle: TurnHandle) -> TurnAnswer:
     status = "error"
     usage: dict[str, int] = {}
     async for event in handle.events():
+        if observe is not None:
+            await observe(event)
         if isinstance(event, ToolResult):
             blocks.clear()
         elif isinstance(event, TextDelta):

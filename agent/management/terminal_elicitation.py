@@ -108,6 +108,8 @@ def _prompt(field: ElicitField) -> str:
         parts.append(f" ({_one_line(field.description)})")
     if field.kind == "enum":
         parts.append(" — one of: " + ", ".join(option.value for option in field.options))
+    elif field.kind == "multi_enum":
+        parts.append(" — any of, comma-separated: " + ", ".join(option.value for option in field.options))
     elif field.kind == "boolean":
         parts.append(" [yes/no]")
     if field.default is not None:
@@ -120,6 +122,8 @@ def _prompt(field: ElicitField) -> str:
 def _default_text(field: ElicitField) -> str:
     if field.kind == "boolean":
         return "yes" if field.default else "no"
+    if field.kind == "multi_enum":
+        return ", ".join(field.default)
     return str(field.default)
 
 

@@ -19,8 +19,9 @@ known Oikos surface the operator vouches for. Which server is Oikos is the setti
 
 The optional `"hermes"` object holds what only Hermes reads: `peer` (the peer agent behind the
 server, for the depth guard; the server's name by default), `envelope` (a registered result
-envelope, see `agent.tools.envelopes`) and `arguments` (values always sent with every call of the
-server's tools, overriding the model's and hidden from the schema it sees).
+envelope, see `agent.tools.envelopes`), `arguments` (values always sent with every call of the
+server's tools, overriding the model's and hidden from the schema it sees) and `protocol` (the MCP
+revision to speak, `auto` by default: see `agent.tools.protocol`).
 
 `${VAR}` and `${VAR:-default}` expand in every string value. A variable that is unset and has no
 default is a configuration error naming it: sending the literal `${OIKOS_MCP_TOKEN}` as a token
@@ -45,6 +46,7 @@ from django.conf import settings
 from agent.redaction import MIN_SECRET_LENGTH
 from agent.tools.envelopes import envelope_get, envelope_names
 from agent.tools.policy import ToolPolicy, tool_withheld_report
+from agent.tools.protocol import AUTO, PROTOCOL_CHOICES
 
 logger = logging.getLogger(__name__)
 
@@ -102,6 +104,7 @@ class ServerConfig:
     peer: str | None = None
     envelope: str | None = None
     fixed_arguments: Mapping[str, Any] = field(default_factory=dict)
+    protocol: str = AUTO
 
     @property
     def oikos(self) -> bool:
@@ -298,7 +301,7 @@ def _server_parse(
     return config
 
 
-_HERMES_KEYS = {"peer", "envelope", "arguments"}
+_HERMES_KEYS = {"peer", "envelope", "arguments", "protocol"}
 
 
 def _hermes_options(entry: dict[str, Any], where: str) -> dict[str, Any]:
@@ -312,7 +315,12 @@ def _hermes_options(entry: dict[str, Any], where: str) -> dict[str, Any]:
         known = ", ".join(envelope_names()) or "none"
         raise MCPConfigError(f'{where}: unknown envelope "{envelope}" in "hermes.envelope" (known: {known})')
     arguments = _optional(options, "arguments", dict, f"{where}, hermes", default={})
-    return {"peer": peer or None, "envelope": envelope, "fixed_arguments": dict(arguments)}
+    protocol = options.get("protocol", AUTO)
+    if protocol not in PROTOCOL_CHOICES:
+        raise MCPConfigError(
+            f'{where}: "hermes.protocol" must be one of {", ".join(PROTOCOL_CHOICES)}, got {json.dumps(protocol)}'
+        )
+    return {"peer": peer or None, "envelope": envelope, "fixed_arguments": dict(arguments), "protocol": protocol}
 
 
 def _transport(entry: dict[str, Any], where: str) -> Transport:

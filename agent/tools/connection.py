@@ -37,6 +37,8 @@ from mcp_types import RequestParamsMeta
 from agent.keepalive import KEEPALIVE_SECONDS
 from agent.tools.config import ServerConfig
 from agent.tools.elicitation import ElicitationAnswer
+from agent.tools.protocol import protocol_mode
+from agent.tools.sends import SendNotingTransport
 from agent.tools.stderr import StderrRelay
 from agent.version import NAME, hermes_version
 
@@ -91,7 +93,8 @@ _FAILURE_HINTS: tuple[tuple[type[BaseException], str], ...] = (
 class MCPCallError(Exception):
     """A request to an MCP server produced no result. `kind` is one of:
 
-    `connect` (no connection could be opened), `timeout` (no answer within the server's timeout),
+    `connect` (no connection could be opened, or the request was refused at connect: it never ran),
+    `timeout` (no answer within the server's timeout),
     `connection_lost` (the connection broke; the next request reconnects), `protocol` (the server
     refused the request, e.g. an unknown tool or invalid arguments). For `protocol`, `code` is the
     server's JSON-RPC error code (e.g. -32602 `invalid_params`).
@@ -123,6 +126,14 @@ class _Link:
     client: Client | None = None
     failure: str | None = None
     owner: asyncio.Task[None] | None = None
+    sends: SendNotingTransport | None = None  # over HTTP: which requests may have reached the server
+
+    def lost_kind(self, mark: int) -> str:
+        """`connect` when no request since `mark` can have reached the server (each was refused at
+        connect, so the call never ran), else `connection_lost`."""
+        if self.sends is not None and not self.sends.reached_since(mark):
+            return "connect"
+        return "connection_lost"
 
     @property
     def alive(self) -> bool:
@@ -250,6 +261,7 @@ class ServerConnection:
         for attempt in (1, 2):
             link = await self._open_link()
             assert link.client is not None
+            mark = link.sends.mark() if link.sends is not None else 0
             try:
                 async with asyncio.timeout(limit):
                     return await operation(link.client)
@@ -269,14 +281,14 @@ class ServerConnection:
                         continue
                     raise MCPCallError("connection_lost", f"{self._who}: {exc.message}") from None
                 if exc.code == CONNECTION_CLOSED:
-                    raise MCPCallError("connection_lost", await self._lost(link, what)) from None
+                    raise MCPCallError(link.lost_kind(mark), await self._lost(link, what)) from None
                 message = f"{self._who} answered {what} with an error: {exc.message}"
                 raise MCPCallError("protocol", message, code=exc.code) from None
             except TimeoutError:
                 self._drop(link)
                 raise MCPCallError("timeout", self._timed_out(what, within)) from None
             except (httpx2.TransportError, OSError, EOFError):
-                raise MCPCallError("connection_lost", await self._lost(link, what)) from None
+                raise MCPCallError(link.lost_kind(mark), await self._lost(link, what)) from None
             except Exception as exc:
                 # e.g. a result that does not validate: the connection itself is still fine.
                 raise MCPCallError("protocol", f"{self._who}: bad answer {what}: {exc}") from None
@@ -359,7 +371,7 @@ class ServerConnection:
         self._auth_status = None
         try:
             async with AsyncExitStack() as stack:
-                link.client = await stack.enter_async_context(await self._client(stack))
+                link.client = await stack.enter_async_context(await self._client(stack, link))
                 link.ready.set()
                 await link.release.wait()
         except* Exception as group:
@@ -370,7 +382,7 @@ class ServerConnection:
             link.release.set()
             link.ready.set()
 
-    async def _client(self, stack: AsyncExitStack) -> Client:
+    async def _client(self, stack: AsyncExitStack, link: _Link) -> Client:
         config = self.config
         if config.transport == "stdio":
             params = StdioServerParameters(
@@ -384,20 +396,24 @@ class ServerConnection:
                 read_timeout_seconds=config.timeout,
                 client_info=CLIENT_INFO,
                 elicitation_callback=self._on_elicit,
+                mode=protocol_mode(config.protocol, oikos=config.oikos),
             )
 
         async def note_auth_failure(response: httpx2.Response) -> None:
             if response.status_code in (401, 403):
                 self._auth_status = response.status_code
 
+        # No cap on connections or on idle ones kept (`Limits`' defaults; a transport given no
+        # limits would cap them at 100/20: capped, 200 turns at once measured the same), and no idle
+        # connection reused past 4 s.
+        link.sends = SendNotingTransport(
+            httpx2.AsyncHTTPTransport(limits=httpx2.Limits(keepalive_expiry=KEEPALIVE_SECONDS))
+        )
         http = await stack.enter_async_context(
             httpx2.AsyncClient(
                 headers=dict(config.headers),
                 timeout=httpx2.Timeout(30.0, connect=10.0, read=config.timeout + 30.0),
-                # No cap on connections or on idle ones kept (`Limits`' defaults; a client given no
-                # limits would cap them at 100/20: capped, 200 turns at once measured the same), and
-                # no idle connection reused past 4 s.
-                limits=httpx2.Limits(keepalive_expiry=KEEPALIVE_SECONDS),
+                transport=link.sends,
                 event_hooks={"response": [note_auth_failure]},
             )
         )
@@ -407,6 +423,7 @@ class ServerConnection:
             read_timeout_seconds=config.timeout,
             client_info=CLIENT_INFO,
             elicitation_callback=self._on_elicit,
+            mode=protocol_mode(config.protocol, oikos=config.oikos),
         )
 
     def _credentials_rejected(self) -> str:

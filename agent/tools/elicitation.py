@@ -1,8 +1,9 @@
 """Elicitation: an MCP server asking, in the middle of a tool call, for input from a person.
 
 The server sends `elicitation/create` with a message and a *restricted* JSON schema (a flat object
-of string, number, integer, boolean and enum properties, with titles, descriptions, defaults and
-`required`). Hermes answers `accept` with content that matches the schema, `decline`, or `cancel`.
+of string, number, integer, boolean and enum properties, and arrays of enum values for a choice of
+several — `multi_enum` here —, with titles, descriptions, defaults and `required`). Hermes answers
+`accept` with content that matches the schema, `decline`, or `cancel`.
 
 This module holds the value types every part shares and the schema rules, with no I/O: the
 connection routes a request to the call that caused it (`agent.tools.connection`), the hub turns
@@ -25,7 +26,7 @@ from typing import Any, Literal
 Action = Literal["accept", "decline", "cancel"]
 ACTIONS: tuple[Action, ...] = ("accept", "decline", "cancel")
 
-FieldKind = Literal["string", "number", "integer", "boolean", "enum"]
+FieldKind = Literal["string", "number", "integer", "boolean", "enum", "multi_enum"]
 
 # `format`s of string properties the restricted schema allows; a value is checked only loosely
 # (the server validates what it receives), enough to catch a typo in a form.
@@ -70,6 +71,9 @@ class ElicitField:
     max_length: int | None = None
     minimum: float | None = None
     maximum: float | None = None
+    # How many choices a `multi_enum` takes.
+    min_items: int | None = None
+    max_items: int | None = None
 
     @property
     def label(self) -> str:
@@ -90,6 +94,8 @@ class ElicitField:
             "max_length": self.max_length,
             "minimum": self.minimum,
             "maximum": self.maximum,
+            "min_items": self.min_items,
+            "max_items": self.max_items,
         }
 
 
@@ -142,8 +148,8 @@ Elicitor = Callable[[ElicitationAsk], Awaitable[ElicitationAnswer]]
 def elicit_fields_parse(schema: Any) -> tuple[ElicitField, ...]:
     """The fields of a restricted elicitation schema, in the server's order.
 
-    Raises `ElicitSchemaError` for anything else (nested objects, arrays, unknown types): a form
-    Hermes cannot draw faithfully is declined rather than guessed at.
+    Raises `ElicitSchemaError` for anything else (nested objects, arrays of anything but enum
+    values, unknown types): a form Hermes cannot draw faithfully is declined rather than guessed at.
     """
     if not isinstance(schema, Mapping) or schema.get("type", "object") != "object":
         raise ElicitSchemaError("the requested schema is not an object")
@@ -168,6 +174,8 @@ def _field(name: str, spec: Any, *, required: bool) -> ElicitField:
         "description": _text(spec.get("description")),
         "required": required,
     }
+    if kind == "array":
+        return _multi_enum_field(name, spec, common)
     options = _options(name, spec)
     if options:
         if kind not in (None, "string"):
@@ -208,8 +216,29 @@ def _field(name: str, spec: Any, *, required: bool) -> ElicitField:
     raise ElicitSchemaError(f"property {name!r} has type {kind!r}, which an elicitation form cannot ask for")
 
 
+def _multi_enum_field(name: str, spec: Mapping[str, Any], common: dict[str, Any]) -> ElicitField:
+    """An array whose items are enum values: `items` with `enum`, or titled `anyOf` consts."""
+    items = spec.get("items")
+    options = _options(name, items) if isinstance(items, Mapping) and items.get("type", "string") == "string" else ()
+    if not options:
+        raise ElicitSchemaError(f"property {name!r}: an array can only ask for a choice of string enum values")
+    values = {option.value for option in options}
+    default = spec.get("default")
+    if not (isinstance(default, list) and all(isinstance(item, str) and item in values for item in default)):
+        default = None
+    return ElicitField(
+        kind="multi_enum",
+        options=options,
+        default=default,
+        min_items=_int_or_none(spec.get("minItems")),
+        max_items=_int_or_none(spec.get("maxItems")),
+        **common,
+    )
+
+
 def _options(name: str, spec: Mapping[str, Any]) -> tuple[ElicitOption, ...]:
-    """An enum's choices: `enum` (+ the legacy `enumNames` labels) or titled `oneOf` consts."""
+    """An enum's choices: `enum` (+ the legacy `enumNames` labels) or titled `oneOf` consts (`anyOf`
+    in a multi-select's items)."""
     if "enum" in spec:
         values = spec["enum"]
         labels = spec.get("enumNames")
@@ -220,12 +249,13 @@ def _options(name: str, spec: Mapping[str, Any]) -> tuple[ElicitOption, ...]:
         options = tuple(
             ElicitOption(value=value, label=_text(label) or value) for value, label in zip(values, labels, strict=True)
         )
-    elif isinstance(spec.get("oneOf"), list):
+    elif isinstance(spec.get("oneOf"), list) or isinstance(spec.get("anyOf"), list):
+        key = "oneOf" if isinstance(spec.get("oneOf"), list) else "anyOf"
         choices = [
-            choice for choice in spec["oneOf"] if isinstance(choice, Mapping) and isinstance(choice.get("const"), str)
+            choice for choice in spec[key] if isinstance(choice, Mapping) and isinstance(choice.get("const"), str)
         ]
         if not choices:
-            raise ElicitSchemaError(f"property {name!r}: `oneOf` holds no string constants")
+            raise ElicitSchemaError(f"property {name!r}: `{key}` holds no string constants")
         options = tuple(
             ElicitOption(value=choice["const"], label=_text(choice.get("title")) or choice["const"])
             for choice in choices
@@ -255,6 +285,8 @@ def elicit_content_validate(
         if from_form and field.kind == "boolean":
             # An unticked checkbox sends nothing: that is `false`, not "left out".
             raw = _form_bool(raw)
+        elif from_form and field.kind == "multi_enum":
+            raw = _form_choices(field, raw)
         elif from_form and isinstance(raw, str) and raw.strip() == "":
             raw = None
         if raw is None:
@@ -293,6 +325,8 @@ def _value(field: ElicitField, raw: Any, *, from_form: bool) -> Any:
         if field.maximum is not None and number > field.maximum:
             raise ValueError(f"must be at most {field.maximum:g}")
         return number
+    if field.kind == "multi_enum":
+        return _choices(field, raw)
     if not isinstance(raw, str):
         raise ValueError("must be text")
     if field.kind == "enum":
@@ -328,6 +362,33 @@ def _number(raw: Any, *, from_form: bool) -> int | float:
         if math.isfinite(value):
             return value
     raise ValueError("must be a number")
+
+
+def _choices(field: ElicitField, raw: Any) -> list[str]:
+    if not isinstance(raw, list) or not all(isinstance(item, str) for item in raw):
+        raise ValueError("must be a list of choices")
+    if any(item not in {option.value for option in field.options} for item in raw):
+        raise ValueError("holds something that is not one of the choices")
+    if len(set(raw)) != len(raw):
+        raise ValueError("holds a choice twice")
+    if field.min_items is not None and len(raw) < field.min_items:
+        raise ValueError(f"needs at least {field.min_items} choice{'' if field.min_items == 1 else 's'}")
+    if field.max_items is not None and len(raw) > field.max_items:
+        raise ValueError(f"takes at most {field.max_items} choice{'' if field.max_items == 1 else 's'}")
+    return raw
+
+
+def _form_choices(field: ElicitField, raw: Any) -> Any:
+    """A multi-select as a form sends it: the ticked values (a list, or one value alone; the
+    control room's empty marker is dropped, so nothing ticked is `[]`), or as typed on a terminal,
+    comma-separated. None (not sent at all) stays None, for the default or `required` to decide."""
+    if isinstance(raw, list):
+        return [item for item in raw if item != ""]
+    if not isinstance(raw, str):
+        return raw
+    if raw in {option.value for option in field.options}:
+        return [raw]
+    return [item.strip() for item in raw.split(",") if item.strip()]
 
 
 def _form_bool(raw: Any) -> bool | None:

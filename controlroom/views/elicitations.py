@@ -40,10 +40,11 @@ async def answer(request: HtmxHttpRequest, elicitation_id: uuid.UUID) -> HttpRes
     action = request.POST.get("action", "")
     if action not in ACTIONS:
         return HttpResponseBadRequest("Not an answer: the action must be accept, decline or cancel.")
+    # A multi-select sends one value per ticked box (after an empty marker); every other field one.
     values = {
-        key.removeprefix(FIELD_PREFIX): value
-        for key, value in request.POST.items()
-        if key.startswith(FIELD_PREFIX) and action == "accept"
+        key.removeprefix(FIELD_PREFIX): sent if len(sent) > 1 else sent[0]
+        for key, sent in request.POST.lists()
+        if key.startswith(FIELD_PREFIX) and sent and action == "accept"
     }
     problem = ""
     try:

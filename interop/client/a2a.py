@@ -171,10 +171,20 @@ class TaskFollower:
             self.message = response.message
         elif response.HasField("task"):
             self.task_take(response.task)
-        elif response.HasField("status_update") and self.task is not None:
-            self.task.status.CopyFrom(response.status_update.status)
-        elif response.HasField("artifact_update") and self.task is not None:
-            _artifact_apply(self.task, response)
+        elif response.HasField("status_update"):
+            status = response.status_update
+            self._task_for(status.task_id, status.context_id).status.CopyFrom(status.status)
+        elif response.HasField("artifact_update"):
+            artifact = response.artifact_update
+            _artifact_apply(self._task_for(artifact.task_id, artifact.context_id), response)
+
+    def _task_for(self, task_id: str, context_id: str) -> Task:
+        """The task an update is about. The `a2a-sdk` server streams a continued task (an answer to
+        `input-required`) from its next update, without the Task first: the task is built from the
+        updates then, or the peer's answer would be lost."""
+        if self.task is None:
+            self.task = Task(id=task_id, context_id=context_id)
+        return self.task
 
     def task_take(self, task: Task) -> None:
         self.task = Task()

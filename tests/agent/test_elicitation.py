@@ -51,11 +51,39 @@ class TestRestrictedSchema:
         assert [(o.value, o.label) for o in size.options] == [("s", "Small"), ("l", "Large")]
         assert [o.label for o in tier.options] == ["Gold", "Silver"]
 
+    def test_a_multi_select_is_a_field_with_its_choices_default_and_bounds(self) -> None:
+        schema = {
+            "type": "object",
+            "properties": {
+                "hosts": {"type": "array", "items": {"type": "string", "enum": ["edge", "db"]}, "maxItems": 1},
+                "extras": {
+                    "type": "array",
+                    "items": {"anyOf": [{"const": "logs", "title": "Logs"}, {"const": "metrics", "title": "Metrics"}]},
+                    "minItems": 1,
+                    "default": ["logs", "metrics"],
+                },
+            },
+        }
+        hosts, extras = elicit_fields_parse(schema)
+        assert (hosts.kind, [o.value for o in hosts.options], hosts.max_items) == ("multi_enum", ["edge", "db"], 1)
+        assert [(o.value, o.label) for o in extras.options] == [("logs", "Logs"), ("metrics", "Metrics")]
+        assert (extras.min_items, extras.default) == (1, ["logs", "metrics"])
+
+        fields = (hosts, extras)
+        assert elicit_content_validate(fields, {"hosts": ["db"]}) == {"hosts": ["db"], "extras": ["logs", "metrics"]}
+        with pytest.raises(ElicitContentError) as problems:
+            elicit_content_validate(fields, {"hosts": ["edge", "db"], "extras": ["traces"]})
+        assert problems.value.errors == {
+            "hosts": "takes at most 1 choice",
+            "extras": "holds something that is not one of the choices",
+        }
+
     @pytest.mark.parametrize(
         "properties",
         [
             {"nested": {"type": "object", "properties": {}}},
             {"tags": {"type": "array", "items": {"type": "string"}}},
+            {"counts": {"type": "array", "items": {"type": "integer", "enum": [1, 2]}}},
             {"count": {"type": "integer", "enum": [1, 2]}},
         ],
     )

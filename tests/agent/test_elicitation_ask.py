@@ -89,6 +89,31 @@ class TestTerminalPrompts:
         assert "[default staging]" in shown and "one of: staging, production" in shown
         assert "\x1b" not in shown  # the server cannot drive the terminal
 
+    async def test_a_multi_select_takes_comma_separated_choices(self) -> None:
+        schema = {
+            "type": "object",
+            "properties": {
+                "hosts": {"type": "array", "items": {"enum": ["edge", "db", "cache"]}, "maxItems": 2},
+                "also": {"type": "array", "items": {"enum": ["logs", "metrics"]}, "default": ["logs"]},
+            },
+            "required": ["hosts"],
+        }
+        ask = ElicitationAsk(
+            server="ops", tool="restart", message="Which?", requested_schema=schema, fields=elicit_fields_parse(schema)
+        )
+        err = io.StringIO()
+        # yes; hosts: three (one too many), then two; also: the default.
+        stdin = TerminalInput("y\nedge, db, cache\nedge, db\n\n")
+        answer = await TerminalAnswerer(no_input=False, stdin=stdin, err=err)(
+            ElicitationRecord(id="e2", ask=ask, timeout=60)
+        )
+
+        assert answer.action == "accept"
+        assert answer.content == {"hosts": ["edge", "db"], "also": ["logs"]}
+        shown = err.getvalue()
+        assert "any of, comma-separated: edge, db, cache" in shown and "takes at most 2 choices" in shown
+        assert "[default logs]" in shown
+
     @pytest.mark.parametrize(("reply", "action"), [("n\n", "decline"), ("c\n", "cancel"), ("", "cancel")])
     async def test_no_and_cancel_and_end_of_input(self, reply: str, action: str) -> None:
         answer = await TerminalAnswerer(no_input=False, stdin=TerminalInput(reply), err=io.StringIO())(_record())

@@ -20,6 +20,8 @@ Tools:
 
 `build_asking_server()` is another server ("deployer") whose `deploy(service)` asks the person
 behind the client for details before it answers (MCP elicitation), and reports what it got back.
+`build_session_asking_server()` is the same deployer asking with `ctx.elicit` (a request over the
+session, as most servers on the Python SDK ask).
 
 This module must not import Django: the stdio entry point runs it in a bare interpreter.
 """
@@ -41,7 +43,7 @@ from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.elicitation import AcceptedElicitation
-from mcp.server.mcpserver import Elicit, ElicitationResult, MCPServer, Resolve
+from mcp.server.mcpserver import Context, Elicit, ElicitationResult, MCPServer, Resolve
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.utilities.types import Image
 from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
@@ -244,6 +246,26 @@ def build_asking_server(*, token: str | None = None) -> MCPServer:
     return server
 
 
+def build_session_asking_server(*, token: str | None = None) -> MCPServer:
+    """The "deployer" as most servers on the Python SDK ask: `ctx.elicit`, a request back to the
+    client over the session, which only the handshake-era protocols carry."""
+    verifier = _StaticTokenVerifier(token) if token is not None else None
+    auth = None
+    if token is not None:
+        auth = AuthSettings(issuer_url=AnyHttpUrl("http://127.0.0.1/"), resource_server_url=None)
+    server = MCPServer("deployer", token_verifier=verifier, auth=auth, log_level="WARNING")
+
+    @server.tool(structured_output=False)
+    async def deploy(service: str, ctx: Context) -> str:
+        """Deploy a service; asks the operator for the details first."""
+        details = await ctx.elicit(DEPLOY_MESSAGE.format(service=service), DeployDetails)
+        if isinstance(details, AcceptedElicitation):
+            return f"deploy {service}: accepted {details.data.model_dump_json()}"
+        return f"deploy {service}: {details.action}"
+
+    return server
+
+
 class _StaticTokenVerifier:
     """Accepts exactly one bearer token, as Oikos accepts the token it issued to Hermes."""
 
@@ -297,6 +319,8 @@ class MCPTestServer:
         # The client port of every POST (every MCP request), in arrival order: which connection
         # each request came over.
         self.post_ports: list[int] = []
+        # The protocol revision each POST was stamped with (none on `initialize`).
+        self.post_protocols: list[str] = []
 
     @property
     def url(self) -> str:
@@ -310,11 +334,14 @@ class MCPTestServer:
 
     def _app(self) -> ASGIApp:
         app = self.build(token=self.token).streamable_http_app()
+        header = MCP_PROTOCOL_VERSION_HEADER.lower().encode("ascii")
         served = _handshake_only(app) if self.legacy else app
 
         async def noting_ports(scope: Scope, receive: Receive, send: Send) -> None:
             if scope["type"] == "http" and scope["method"] == "POST" and scope.get("client"):
                 self.post_ports.append(scope["client"][1])
+                headers = dict(scope["headers"])
+                self.post_protocols.append(headers.get(header, b"").decode("latin-1"))
             await served(scope, receive, send)
 
         return noting_ports

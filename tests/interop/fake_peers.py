@@ -7,6 +7,8 @@
 - `a2a_card_app(card)`: serves only an A2A agent card (to point a client somewhere else).
 - `FakeAsyncA2APeer`: an A2A 1.0 peer that answers with a task still `working` and ends it later.
 - `FakeStreamingA2APeer`: an A2A 1.0 peer on the `a2a-sdk` server that streams its answer.
+- `FakeStreamingA2APeer(chunks, question=...)`: the same, but it first asks a question (`input-required`) and
+  streams its answer once the question is answered.
 """
 
 from __future__ import annotations
@@ -248,14 +250,44 @@ class _ChunkedAnswer(AgentExecutor):
         await TaskUpdater(event_queue, str(context.task_id), str(context.context_id)).cancel()
 
 
+class _AskThenChunkedAnswer(_ChunkedAnswer):
+    """Asks `question` (`input-required`) on a new task; streams `chunks` once it is answered. The
+    continuation enqueues no Task, as `TaskUpdater` users do: its stream starts with a status update."""
+
+    def __init__(self, question: str, chunks: list[str]) -> None:
+        super().__init__(chunks)
+        self.question = question
+        self.answers: list[str] = []
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        updater = TaskUpdater(event_queue, str(context.task_id), str(context.context_id))
+        if context.current_task is None:
+            submitted = Task(
+                id=str(context.task_id),
+                context_id=str(context.context_id),
+                status=TaskStatus(state=TaskState.TASK_STATE_SUBMITTED),
+            )
+            await event_queue.enqueue_event(submitted)
+            await updater.requires_input(updater.new_agent_message([Part(text=self.question)]))
+            return
+        self.answers.append(context.get_user_input())
+        await updater.start_work()
+        for index, chunk in enumerate(self.chunks):
+            await updater.add_artifact(
+                [Part(text=chunk)], artifact_id="answer", append=index > 0, last_chunk=index == len(self.chunks) - 1
+            )
+        await updater.complete()
+
+
 class FakeStreamingA2APeer(Served):
     """An A2A 1.0 peer built on the `a2a-sdk` server whose card says `streaming`: it streams its
     answer as artifact chunks. Records the JSON-RPC methods called."""
 
-    def __init__(self, chunks: list[str]) -> None:
+    def __init__(self, chunks: list[str], *, question: str = "") -> None:
         self.methods: list[str] = []
+        self.executor = _AskThenChunkedAnswer(question, chunks) if question else _ChunkedAnswer(chunks)
         handler = DefaultRequestHandler(
-            agent_executor=_ChunkedAnswer(chunks),
+            agent_executor=self.executor,
             task_store=InMemoryTaskStore(),
             agent_card=a2a_peer_card("http://placeholder", streaming=True),
         )

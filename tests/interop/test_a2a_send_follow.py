@@ -78,3 +78,19 @@ async def test_a_peer_that_never_finishes_is_reported_as_maybe_still_running() -
     assert "GetTask" in peer.methods
     exchange = await PeerExchange.objects.aget()
     assert exchange.state == "error" and task_id in exchange.error
+
+
+async def test_a_streaming_peers_question_can_be_answered() -> None:
+    question = "Which proxy, edge or internal?"
+    with FakeStreamingA2APeer(["Restarted ", "the edge proxy."], question=question) as peer:
+        tool = A2ASendTool(book(streamer={"url": peer.url, "dialect": "a2a"}))
+        asked = await send(tool, url="streamer", message="Restart the proxy?")
+        assert not asked.is_error, text(asked)
+        assert question in text(asked) and "state input_required" in text(asked)
+
+        answered = await send(tool, url="streamer", message="edge", task_id=asked.record["task_id"])
+
+    assert peer.executor.answers == ["edge"]  # type: ignore[attr-defined]
+    assert not answered.is_error, text(answered)
+    assert "Restarted the edge proxy." in text(answered) and "state completed" in text(answered)
+    assert peer.methods == ["SendStreamingMessage", "SendStreamingMessage"]

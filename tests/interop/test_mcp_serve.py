@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
 import sys
 import tomllib
 from collections.abc import AsyncIterator
@@ -12,10 +14,11 @@ from typing import Any
 
 import pytest
 from mcp import Client, MCPError, StdioServerParameters
-from mcp.types import INVALID_PARAMS, Implementation, TextContent
+from mcp.types import INVALID_PARAMS, LATEST_PROTOCOL_VERSION, Implementation, TextContent
 
 from agent.version import hermes_version
 from tests.fakes import FakeAnthropic, Reply, text, thinking
+from tests.fakes.mcp_fixtures import stdio_server_entry
 from tests.fakes.subprocesses import REPO_ROOT, clean_environ
 from tests.interop.processes import database_rows
 
@@ -162,3 +165,60 @@ async def test_a_peer_gets_the_answer_without_the_models_thinking(env: dict[str,
     assert not failed and answer["answer"] == "Postgres is degraded."
     assert fake_llm.requests[0].body["thinking"] == {"type": "adaptive"}
     assert reasoning not in json.dumps(answer)
+
+
+def test_sigterm_stops_it_while_its_client_keeps_stdin_open(env: dict[str, str]) -> None:
+    server = subprocess.Popen(
+        [sys.executable, "manage.py", "mcp_serve"],
+        cwd=REPO_ROOT,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    assert server.stdin is not None and server.stdout is not None
+    try:
+        initialize = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": LATEST_PROTOCOL_VERSION,
+                "capabilities": {},
+                "clientInfo": {"name": "garraia-test", "version": "1.0"},
+            },
+        }
+        server.stdin.write(json.dumps(initialize).encode() + b"\n")
+        server.stdin.flush()
+        assert json.loads(server.stdout.readline())["id"] == 1  # serving, reading stdin
+
+        server.send_signal(signal.SIGTERM)
+        # The client has not closed stdin: the server must go anyway.
+        status = server.wait(timeout=60)
+    finally:
+        server.kill()
+        server.wait()
+        server.stdin.close()
+        server.stdout.close()
+    assert status in (0, 128 + signal.SIGTERM)
+
+
+async def test_a_caller_that_asks_for_progress_is_told_each_step_of_the_turn(
+    env: dict[str, str], fake_llm: FakeAnthropic, tmp_path: Path
+) -> None:
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"oikos": stdio_server_entry()}}))
+    env = {**env, "HERMES_MCP_CONFIG": str(config)}
+    fake_llm.enqueue(Reply.tool_use("mcp__oikos__get_health_summary", {}), Reply.text("Postgres is degraded."))
+    steps: list[tuple[float, float | None, str | None]] = []
+
+    async def note(progress: float, total: float | None, message: str | None) -> None:
+        steps.append((progress, total, message))
+
+    async with hermes_mcp(env) as session:
+        result = await session.call_tool("hermes_ask", {"message": "what's degraded?"}, progress_callback=note)
+
+    assert not result.is_error
+    assert steps == [
+        (1, None, "Hermes is calling mcp__oikos__get_health_summary"),
+        (2, None, "Hermes is writing its answer"),
+    ]

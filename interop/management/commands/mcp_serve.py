@@ -10,8 +10,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-from typing import Any
+from typing import Any, cast
 
+import anyio
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from mcp import stdio_server
 
@@ -21,6 +22,7 @@ from agent.tools.config import MCPConfigError
 from agent.tools.hub import tool_hub
 from interop.mcp_server import build_mcp_server
 from interop.peers import PEER_NAME
+from interop.stdin_lines import stdin_lines
 
 # How long answers to interrupted calls get to reach the client after a SIGTERM.
 DRAIN_SECONDS = 1.0
@@ -57,8 +59,12 @@ async def _serve(peer: str | None) -> None:
     server = build_mcp_server(peer=peer)
 
     async def serve() -> None:
-        async with stdio_server() as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
+        # The SDK's own stdin reader blocks a thread that SIGTERM cannot end (see interop.stdin_lines).
+        async with stdin_lines() as lines:
+            # The SDK only iterates the lines of the `AsyncFile` its argument is typed as.
+            stdin = cast("anyio.AsyncFile[str] | None", lines)
+            async with stdio_server(stdin=stdin) as (read_stream, write_stream):
+                await server.run(read_stream, write_stream, server.create_initialization_options())
 
     serving = asyncio.ensure_future(serve())
     terminated = asyncio.Event()
