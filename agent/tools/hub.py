@@ -30,6 +30,7 @@ from agent.redaction import redact_value, redaction_key, secrets_register
 from agent.tools.catalog import ToolCatalog
 from agent.tools.config import ServerConfig, Transport, mcp_servers_from_settings
 from agent.tools.connection import CORRELATION_META_KEY, CallElicitor, MCPCallError, ServerConnection
+from agent.tools.oauth.providers import Browser, oauth_auth
 from agent.tools.context import ToolCallContext
 from agent.tools.elicitation import ElicitationAnswer, ElicitationAsk, ElicitSchemaError, elicit_fields_parse
 from agent.tools.envelopes import envelope_get
@@ -108,9 +109,18 @@ class ToolHub:
         local_tools: Iterable[LocalTool] = (),
         *,
         catalog: ToolCatalog | None = None,
+        oauth_browser: Browser | None = None,
+        oauth_redirect_uri: str | None = None,
     ) -> None:
         self._configs = {config.name: config for config in configs}
-        self._connections = {name: ServerConnection(config) for name, config in self._configs.items()}
+        # `oauth_browser`: who completes an OAuth authorization where a server needs one (see
+        # `agent.tools.oauth.providers`); without one, servers an operator has not connected say so.
+        self._connections = {
+            name: ServerConnection(
+                config, auth=oauth_auth(config, browser=oauth_browser, redirect_uri=oauth_redirect_uri)
+            )
+            for name, config in self._configs.items()
+        }
         self._local: dict[str, LocalTool] = {}
         for tool in local_tools:
             local_tool_name_check(tool.name)
