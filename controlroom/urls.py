@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from controlroom.views import approvals, chat, elicitations, investigations, pages, search
+from controlroom.views import approvals, chat, elicitations, investigations, pages, search, servers
 
 app_name = "controlroom"
 
@@ -22,4 +22,7 @@ urlpatterns = [
     path("approvals/", approvals.approvals_page, name="approvals"),
     path("approvals/decide/", approvals.decide, name="approval_decide"),
     path("elicitations/<uuid:elicitation_id>/", elicitations.answer, name="elicitation_answer"),
+    path("servers/", servers.servers_page, name="servers"),
+    path("servers/callback/", servers.server_callback, name="server_callback"),
+    path("servers/<str:name>/connect/", servers.server_connect, name="server_connect"),
 ]
