@@ -108,9 +108,9 @@ def server_config(url: str, scenario: str, context: dict[str, Any]) -> ServerCon
     oauth = scenario_oauth(scenario, context)
     if oauth is not None:
         entry["hermes"] = {"oauth": oauth}
-    [config] = mcp_config_parse(
-        {"mcpServers": {"conformance": entry}}, source="conformance", default_timeout=20.0, environ={}
-    )
+    # Named by its port: the suite runs scenarios at once, and each keeps its own credentials.
+    name = f"conformance-{urlsplit(url).port}"
+    [config] = mcp_config_parse({"mcpServers": {name: entry}}, source="conformance", default_timeout=20.0, environ={})
     return config
 
 
