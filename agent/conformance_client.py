@@ -94,7 +94,11 @@ def scenario_oauth(scenario: str, context: dict[str, Any]) -> dict[str, str] | N
             "signing_algorithm": context.get("signing_algorithm", "ES256"),
         }
     if scenario == "auth/client-credentials-basic":
-        return {"grant": "client_credentials", "client_id": context["client_id"], "client_secret": context["client_secret"]}
+        return {
+            "grant": "client_credentials",
+            "client_id": context["client_id"],
+            "client_secret": context["client_secret"],
+        }
     if "client_id" in context:
         return {"client_id": context["client_id"], "client_secret": context["client_secret"]}
     return {"client_metadata_url": CLIENT_METADATA_URL}
@@ -104,13 +108,14 @@ def server_config(url: str, scenario: str, context: dict[str, Any]) -> ServerCon
     """The scenario's server as an `mcpServers` entry, read by the product's configuration parser."""
     from agent.tools.config import mcp_config_parse
 
-    entry: dict[str, Any] = {"type": "http", "url": url, "timeout": 20}
+    # Generous: connecting includes the whole authorization (discovery, registration, the redirect).
+    entry: dict[str, Any] = {"type": "http", "url": url, "timeout": 60}
     oauth = scenario_oauth(scenario, context)
     if oauth is not None:
         entry["hermes"] = {"oauth": oauth}
     # Named by its port: the suite runs scenarios at once, and each keeps its own credentials.
     name = f"conformance-{urlsplit(url).port}"
-    [config] = mcp_config_parse({"mcpServers": {name: entry}}, source="conformance", default_timeout=20.0, environ={})
+    [config] = mcp_config_parse({"mcpServers": {name: entry}}, source="conformance", default_timeout=60.0, environ={})
     return config
 
 

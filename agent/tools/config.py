@@ -287,7 +287,9 @@ def _server_parse(
         config = ServerConfig(**common, url=url, headers=_string_map(entry, "headers", where))
     else:
         if common["oauth"] is not None:
-            raise MCPConfigError(f'{where}: "hermes.oauth" is for HTTP servers; a stdio server takes credentials in "env"')
+            raise MCPConfigError(
+                f'{where}: "hermes.oauth" is for HTTP servers; a stdio server takes credentials in "env"'
+            )
         args = _optional(entry, "args", list, where, default=[])
         if not all(isinstance(arg, str) for arg in args):
             raise MCPConfigError(f'{where}: "args" must be a list of strings')

@@ -30,12 +30,12 @@ from agent.redaction import redact_value, redaction_key, secrets_register
 from agent.tools.catalog import ToolCatalog
 from agent.tools.config import ServerConfig, Transport, mcp_servers_from_settings
 from agent.tools.connection import CORRELATION_META_KEY, CallElicitor, MCPCallError, ServerConnection
-from agent.tools.oauth.providers import Browser, oauth_auth
 from agent.tools.context import ToolCallContext
 from agent.tools.elicitation import ElicitationAnswer, ElicitationAsk, ElicitSchemaError, elicit_fields_parse
 from agent.tools.envelopes import envelope_get
 from agent.tools.local import LOCAL_SERVER, LocalTool, local_tool_name_check, local_tools_from_settings
 from agent.tools.names import ToolNameMap
+from agent.tools.oauth.providers import Browser, oauth_auth
 from agent.tools.outcomes import ToolOutcome, outcome_unknown_advice
 from agent.tools.results import (
     tool_error_blocks,

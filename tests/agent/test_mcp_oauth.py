@@ -168,7 +168,7 @@ def test_the_oauth_options_are_checked_and_their_secrets_redacted() -> None:
     assert "a-client-secret-1234" not in repr(config)
     assert oauth_auth(config) is not None
 
-    with pytest.raises(MCPConfigError, match="client_secret.*private_key"):
+    with pytest.raises(MCPConfigError, match=r"client_secret.*private_key"):
         config_of("https://svc.example.net/mcp", {"grant": "client_credentials", "client_id": "svc"})
     with pytest.raises(MCPConfigError, match="unknown key"):
         config_of("https://svc.example.net/mcp", {"token": "x"})

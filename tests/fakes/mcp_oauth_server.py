@@ -121,6 +121,10 @@ class OAuthMCPTestServer(MCPTestServer):
         self.provider = AutoApprovingProvider(token_lifetime=token_lifetime)
         self.build = self._build
 
+    def __enter__(self) -> OAuthMCPTestServer:
+        self.start()
+        return self
+
     @property
     def issuer(self) -> str:
         return f"http://127.0.0.1:{self.port}"

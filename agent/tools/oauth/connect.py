@@ -18,6 +18,7 @@ import hashlib
 import logging
 import threading
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from django.utils import timezone
@@ -99,7 +100,9 @@ class _OperatorBrowser:
             async with asyncio.timeout(AUTHORIZATION_WAIT_SECONDS):
                 return await self.flow.answer
         except TimeoutError:
-            await _finish(self.flow.digest, McpAuthorization.Status.EXPIRED, "nobody came back from the authorization server")
+            await _finish(
+                self.flow.digest, McpAuthorization.Status.EXPIRED, "nobody came back from the authorization server"
+            )
             raise OAuthFlowError("nobody came back from the authorization server") from None
 
 
@@ -140,9 +143,8 @@ def connect_start(config: ServerConfig, *, operator: str, redirect_uri: str) -> 
     """
     flow = _Flow(server=config.name, operator=operator)
     running = asyncio.run_coroutine_threadsafe(_run(config, flow, redirect_uri), _FLOWS.loop)
-    concurrent.futures.wait(
-        [flow.authorization_url, running], timeout=config.timeout, return_when=concurrent.futures.FIRST_COMPLETED
-    )
+    either: list[concurrent.futures.Future[Any]] = [flow.authorization_url, running]
+    concurrent.futures.wait(either, timeout=config.timeout, return_when=concurrent.futures.FIRST_COMPLETED)
     if flow.authorization_url.done():
         return flow.authorization_url.result()
     if not running.done():

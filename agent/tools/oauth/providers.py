@@ -10,7 +10,7 @@ registering clients or opening authorization requests nobody will complete.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Literal, Protocol
 
 import httpx2
 from mcp.client.auth import OAuthClientProvider, TokenStorage
@@ -19,6 +19,7 @@ from mcp.client.auth.extensions.client_credentials import (
     PrivateKeyJWTOAuthProvider,
     SignedJWTParameters,
 )
+from mcp.client.auth.oauth2 import OAuthContext
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata
 from pydantic import AnyUrl
 
@@ -35,7 +36,8 @@ class OAuthConnectNeeded(Exception):
 
     def __init__(self, server: str) -> None:
         super().__init__(
-            f"MCP server {server!r} is not connected: an operator connects it once from the control room ({SERVERS_PAGE})"
+            f"MCP server {server!r} is not connected: an operator connects it once "
+            f"from the control room ({SERVERS_PAGE})"
         )
 
 
@@ -47,21 +49,15 @@ class Browser(Protocol):
     async def callback(self) -> AuthorizationCodeResult: ...
 
 
-class _ExpiryFromStorage:
+def _expiry_from_storage(context: OAuthContext) -> None:
     """Tokens loaded from storage keep their expiry: the SDK only counts one from a token response,
     so without this a stored, expired token would be sent (and answered 401) instead of refreshed."""
-
-    context: object
-
-    async def _initialize(self) -> None:
-        await super()._initialize()  # type: ignore[misc]
-        context = self.context
-        tokens = context.current_tokens  # type: ignore[attr-defined]
-        if tokens is not None and tokens.expires_in is not None:
-            context.update_token_expiry(tokens)  # type: ignore[attr-defined]
+    tokens = context.current_tokens
+    if tokens is not None and tokens.expires_in is not None:
+        context.update_token_expiry(tokens)
 
 
-class AuthorizationCodeProvider(_ExpiryFromStorage, OAuthClientProvider):
+class AuthorizationCodeProvider(OAuthClientProvider):
     """Authorization code with PKCE; with `browser=None` (a turn, a watcher) it only uses and
     refreshes what an operator's connect stored, and says so when there is nothing."""
 
@@ -97,6 +93,7 @@ class AuthorizationCodeProvider(_ExpiryFromStorage, OAuthClientProvider):
     async def _initialize(self) -> None:
         await super()._initialize()
         context = self.context
+        _expiry_from_storage(context)
         if self.oauth.client_id is not None:
             # A pre-registered client: what the configuration says, never a registration.
             context.client_info = OAuthClientInformationFull(
@@ -118,12 +115,20 @@ class AuthorizationCodeProvider(_ExpiryFromStorage, OAuthClientProvider):
         raise OAuthConnectNeeded(self.server)
 
 
-class ClientCredentialsProvider(_ExpiryFromStorage, ClientCredentialsOAuthProvider):
+class ClientCredentialsProvider(ClientCredentialsOAuthProvider):
     """Client credentials authenticated with a client secret."""
 
+    async def _initialize(self) -> None:
+        await super()._initialize()
+        _expiry_from_storage(self.context)
 
-class PrivateKeyJWTProvider(_ExpiryFromStorage, PrivateKeyJWTOAuthProvider):
+
+class PrivateKeyJWTProvider(PrivateKeyJWTOAuthProvider):
     """Client credentials authenticated with a JWT signed by the configured key (RFC 7523)."""
+
+    async def _initialize(self) -> None:
+        await super()._initialize()
+        _expiry_from_storage(self.context)
 
 
 def _auth_method(oauth: OAuthConfig) -> str:
@@ -168,7 +173,9 @@ def oauth_auth(
             issuer=oauth.issuer,
         )
     assert oauth.client_secret is not None  # checked by oauth_config_parse
-    method = "client_secret_post" if oauth.token_endpoint_auth_method == "client_secret_post" else "client_secret_basic"
+    method: Literal["client_secret_basic", "client_secret_post"] = (
+        "client_secret_post" if oauth.token_endpoint_auth_method == "client_secret_post" else "client_secret_basic"
+    )
     return ClientCredentialsProvider(
         config.url,
         storage,
