@@ -95,6 +95,11 @@ async def test_a_turn_calls_a_connected_server_with_tokens_no_one_can_read_in_th
     stored = await database_text()
     for token in [*oauth_server.provider.access, *oauth_server.provider.refresh]:
         assert token not in stored
+    # A tool that echoes the token shows it to no one: not the model, not the ledger.
+    [echo] = [spec for spec in await turn.list_tools() if spec.tool == "echo"]
+    [token] = oauth_server.provider.access
+    outcome = await turn.call(echo.name, {"text": f"the header was Bearer {token}"})
+    assert token not in repr(outcome.content) and "[REDACTED]" in repr(outcome.content)
     row = await McpCredential.objects.aget(server="notes")
     assert row.scope == "oikos:read" and row.refreshable and row.expires_at is not None
 

@@ -1,7 +1,9 @@
 """The SDK's `TokenStorage` on the database: one `McpCredential` row per server, sealed.
 
 Every process (Daphne, the watcher, `ask`) reads the same row, so a server an operator connected
-once serves every turn, and a refreshed token is the one the next process starts from.
+once serves every turn, and a refreshed token is the one the next process starts from. Every token
+and client secret that passes through is registered with `agent.redaction`, like a configured
+header's: a server or tool that echoes one shows `[REDACTED]`, in results, the ledger and the logs.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from django.utils import timezone
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
 from agent.models import McpCredential
+from agent.redaction import secrets_register
 from agent.tools.oauth.sealing import SealBroken, seal, unseal
 
 
@@ -56,6 +59,7 @@ class DbTokenStorage:
             token = OAuthToken.model_validate_json(unseal(row.tokens_sealed))
         except SealBroken:
             return None
+        _register(token)
         if row.expires_at is not None:
             # The SDK counts expiry from when it is told `expires_in`: tell it what is left.
             left = (row.expires_at - timezone.now()).total_seconds()
@@ -63,6 +67,7 @@ class DbTokenStorage:
         return token
 
     async def set_tokens(self, tokens: OAuthToken) -> None:
+        _register(tokens)
         row = await self._row_for_write()
         row.tokens_sealed = seal(tokens.model_dump_json())
         row.scope = tokens.scope or ""
@@ -81,12 +86,22 @@ class DbTokenStorage:
         if row is None or not row.client_sealed:
             return None
         try:
-            return OAuthClientInformationFull.model_validate_json(unseal(row.client_sealed))
+            client_info = OAuthClientInformationFull.model_validate_json(unseal(row.client_sealed))
         except SealBroken:
             return None
+        _register(client_info)
+        return client_info
 
     async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
+        _register(client_info)
         row = await self._row_for_write()
         row.client_sealed = seal(client_info.model_dump_json())
         row.issuer = client_info.issuer or ""
         await row.asave()
+
+
+def _register(held: OAuthToken | OAuthClientInformationFull) -> None:
+    if isinstance(held, OAuthToken):
+        secrets_register(value for value in (held.access_token, held.refresh_token) if value)
+    elif held.client_secret:
+        secrets_register([held.client_secret])
