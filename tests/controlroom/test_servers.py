@@ -19,6 +19,7 @@ from django.test import Client
 from agent.models import McpAuthorization
 from agent.tools import ToolHub
 from agent.tools.config import mcp_servers_from_settings
+from agent.tools.oauth.connect import _FLOWS
 from tests.fakes.mcp_fixtures import WriteMCPConfig
 from tests.fakes.mcp_oauth_server import OAuthMCPTestServer
 
@@ -87,4 +88,25 @@ def test_a_callback_nobody_here_started_completes_nothing(
     mcp_config_file({"notes": {"type": "http", "url": oauth_server.url, "hermes": {"oauth": {}}}})
     response = client.get("/ui/servers/callback/?code=stolen&state=made-up")
     assert response.status_code == 400 and "not started here" in response.content.decode()
+    assert oauth_server.grants == {}
+
+
+def test_an_authorization_this_process_no_longer_holds_says_to_connect_again(
+    client: Client, oauth_server: OAuthMCPTestServer, mcp_config_file: WriteMCPConfig
+) -> None:
+    mcp_config_file({"notes": {"type": "http", "url": oauth_server.url, "hermes": {"oauth": {}}}})
+    connect = client.post("/ui/servers/notes/connect/")
+    back = authorization_server_answer(connect["Location"])
+    [authorization] = McpAuthorization.objects.all()
+    # As if Hermes restarted between "Connect" and the callback: the flow holding the verifier is gone.
+    held = list(_FLOWS.flows.values())
+    _FLOWS.flows.clear()
+    for flow in held:
+        assert flow.answer is not None
+        _FLOWS.loop.call_soon_threadsafe(flow.answer.cancel)
+
+    page = client.get(client.get(back)["Location"]).content.decode()
+    assert "expired" in page and "Connect it again" in page
+    authorization.refresh_from_db()
+    assert authorization.status == McpAuthorization.Status.EXPIRED
     assert oauth_server.grants == {}

@@ -163,8 +163,8 @@ def connect_finish(
     """Hand the callback's answer to the flow waiting for it; the authorization as it ended.
 
     None for a `state` no authorization was started with by `operator` (a link someone else made
-    cannot complete an operator's authorization with their code). One started in a process that
-    no longer has its flow (a restart) ends `expired`.
+    cannot complete an operator's authorization with their code). One whose flow this process does
+    not hold (it restarted, or another process opened it) ends `expired`.
     """
     digest = state_digest(state)
     row = McpAuthorization.objects.filter(state_digest=digest, started_by=operator).first()
@@ -176,7 +176,7 @@ def connect_finish(
     if flow is None or flow.answer is None:
         McpAuthorization.objects.filter(pk=row.pk, status=McpAuthorization.Status.PENDING).update(
             status=McpAuthorization.Status.EXPIRED,
-            error="Hermes restarted while the authorization was open",
+            error="the process that opened it no longer waits for it (a restart, or another Hermes process)",
             finished_at=timezone.now(),
         )
         row.refresh_from_db()
