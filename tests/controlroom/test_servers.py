@@ -101,12 +101,12 @@ def test_an_authorization_this_process_no_longer_holds_says_to_connect_again(
     # As if Hermes restarted between "Connect" and the callback: the flow holding the verifier is gone.
     held = list(_FLOWS.flows.values())
     _FLOWS.flows.clear()
-    for flow in held:
-        assert flow.answer is not None
-        _FLOWS.loop.call_soon_threadsafe(flow.answer.cancel)
 
     page = client.get(client.get(back)["Location"]).content.decode()
     assert "expired" in page and "Connect it again" in page
     authorization.refresh_from_db()
     assert authorization.status == McpAuthorization.Status.EXPIRED
     assert oauth_server.grants == {}
+    for flow in held:  # the orphaned flow stops waiting
+        assert flow.answer is not None
+        _FLOWS.loop.call_soon_threadsafe(flow.answer.cancel)
