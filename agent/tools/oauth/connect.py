@@ -185,7 +185,7 @@ def connect_finish(
     loop = _FLOWS.loop
     if error or not code:
         loop.call_soon_threadsafe(
-            answer.set_exception, OAuthFlowError(f"the authorization server answered {error or 'no code'}")
+            answer.set_exception, OAuthFlowError(f"the authorization server answered {(error or 'no code')[:200]}")
         )
     else:
         loop.call_soon_threadsafe(answer.set_result, AuthorizationCodeResult(code=code, state=state, iss=iss))
