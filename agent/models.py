@@ -376,3 +376,66 @@ class Proposal(models.Model):
 
     def __str__(self) -> str:
         return f"{self.action} {self.target} proposed by {self.proposed_by} ({self.status})"
+
+
+class McpCredential(models.Model):
+    """What Hermes holds to authorize itself to one OAuth-protected MCP server (`agent.tools.oauth`).
+
+    The client registration and the tokens are sealed (`agent.tools.oauth.sealing`): the database
+    never holds a token or a client secret readable, and no page shows either. What the Servers page
+    shows (issuer, scope, expiry) is kept beside them, redacted like any text from outside.
+    Credentials belong to the URL they were obtained for: a server configured at another URL starts
+    over rather than presenting them elsewhere.
+    """
+
+    server = models.CharField(max_length=100, unique=True)
+    server_url = models.CharField(max_length=2000)
+    grant = models.CharField(max_length=30)
+    client_sealed = models.TextField(blank=True)
+    tokens_sealed = models.TextField(blank=True)
+    issuer = RedactedTextField(blank=True)
+    scope = RedactedTextField(blank=True)
+    # When the access token stops being valid (None: it did not say); the SDK refreshes it then.
+    expires_at = models.DateTimeField(null=True, blank=True)
+    refreshable = models.BooleanField(default=False)
+    # The operator who connected it (authorization code), empty for a service account.
+    connected_by = models.CharField(max_length=150, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "agent_mcp_credentials"
+
+    def __str__(self) -> str:
+        return f"OAuth credentials for {self.server}"
+
+
+class McpAuthorization(models.Model):
+    """An authorization an operator started from the Servers page, until its callback arrives.
+
+    The row carries the request's `state` only as a digest and never the PKCE verifier: the SDK's
+    flow keeps that in the process that started it, which finishes the exchange when the callback
+    comes (`agent.tools.oauth.connect`). A callback that finds no flow waiting (Hermes restarted)
+    ends the row `expired`, and the page says to connect again.
+    """
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "waiting for the authorization server"
+        CONNECTED = "connected"
+        FAILED = "failed"
+        EXPIRED = "expired"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    server = models.CharField(max_length=100)
+    state_digest = models.CharField(max_length=64, unique=True)
+    started_by = models.CharField(max_length=150)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    error = RedactedTextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "agent_mcp_authorizations"
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"authorization of {self.server} ({self.status})"

@@ -51,6 +51,9 @@ if not SECRET_KEY:
         )
     # Random per installation and kept across restarts; never a key that ships with the source.
     SECRET_KEY = secret_key_load(DATA_DIR / "secret_key")
+# Earlier secret keys, still accepted while a new one rolls out: signed cookies made with them stay
+# valid, and MCP OAuth credentials sealed with them still open (agent/tools/oauth/sealing.py).
+SECRET_KEY_FALLBACKS = env_list("HERMES_SECRET_KEY_FALLBACKS")
 
 if PRODUCTION and not env_str("HERMES_ALLOWED_HOSTS"):
     raise ImproperlyConfigured(

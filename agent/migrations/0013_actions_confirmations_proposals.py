@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('agent', '0011_budget_reservations'),
+        ('agent', '0012_oauth_credentials'),
     ]
 
     operations = [

@@ -20,8 +20,9 @@ known Oikos surface the operator vouches for. Which server is Oikos is the setti
 The optional `"hermes"` object holds what only Hermes reads: `peer` (the peer agent behind the
 server, for the depth guard; the server's name by default), `envelope` (a registered result
 envelope, see `agent.tools.envelopes`), `arguments` (values always sent with every call of the
-server's tools, overriding the model's and hidden from the schema it sees) and `protocol` (the MCP
-revision to speak, `auto` by default: see `agent.tools.protocol`).
+server's tools, overriding the model's and hidden from the schema it sees), `protocol` (the MCP
+revision to speak, `auto` by default: see `agent.tools.protocol`) and `oauth` (how Hermes
+authorizes itself to an HTTP server with OAuth: see `agent.tools.oauth.settings`).
 
 `${VAR}` and `${VAR:-default}` expand in every string value. A variable that is unset and has no
 default is a configuration error naming it: sending the literal `${OIKOS_MCP_TOKEN}` as a token
@@ -45,6 +46,7 @@ from django.conf import settings
 
 from agent.redaction import MIN_SECRET_LENGTH
 from agent.tools.envelopes import envelope_get, envelope_names
+from agent.tools.oauth.settings import OAuthConfig, OAuthConfigError, oauth_config_parse
 from agent.tools.policy import ToolPolicy, tool_withheld_report
 from agent.tools.protocol import AUTO, PROTOCOL_CHOICES
 
@@ -105,6 +107,8 @@ class ServerConfig:
     envelope: str | None = None
     fixed_arguments: Mapping[str, Any] = field(default_factory=dict)
     protocol: str = AUTO
+    # How Hermes authorizes itself to the server with OAuth (`"hermes": {"oauth": {...}}`), if it does.
+    oauth: OAuthConfig | None = None
 
     @property
     def oikos(self) -> bool:
@@ -147,6 +151,8 @@ class ServerConfig:
         output and protect nothing); and values of secret-named `${VARIABLES}` wherever used.
         """
         secrets: set[str] = set(self.secret_expansions)
+        if self.oauth is not None:
+            secrets |= self.oauth.secret_values()
         values = [value for name, value in self.headers.items() if name.lower() not in _DESCRIPTIVE_HEADERS]
         values += [value for name, value in self.env.items() if _SECRET_ENV_NAME.search(name)]
         for value in values:
@@ -284,6 +290,10 @@ def _server_parse(
             raise MCPConfigError(f'{where}: "url" must be an http:// or https:// URL, got {url!r}')
         config = ServerConfig(**common, url=url, headers=_string_map(entry, "headers", where))
     else:
+        if common["oauth"] is not None:
+            raise MCPConfigError(
+                f'{where}: "hermes.oauth" is for HTTP servers; a stdio server takes credentials in "env"'
+            )
         args = _optional(entry, "args", list, where, default=[])
         if not all(isinstance(arg, str) for arg in args):
             raise MCPConfigError(f'{where}: "args" must be a list of strings')
@@ -301,7 +311,7 @@ def _server_parse(
     return config
 
 
-_HERMES_KEYS = {"peer", "envelope", "arguments", "protocol"}
+_HERMES_KEYS = {"peer", "envelope", "arguments", "protocol", "oauth"}
 
 
 def _hermes_options(entry: dict[str, Any], where: str) -> dict[str, Any]:
@@ -320,7 +330,19 @@ def _hermes_options(entry: dict[str, Any], where: str) -> dict[str, Any]:
         raise MCPConfigError(
             f'{where}: "hermes.protocol" must be one of {", ".join(PROTOCOL_CHOICES)}, got {json.dumps(protocol)}'
         )
-    return {"peer": peer or None, "envelope": envelope, "fixed_arguments": dict(arguments), "protocol": protocol}
+    oauth = None
+    if "oauth" in options:
+        try:
+            oauth = oauth_config_parse(options["oauth"], where)
+        except OAuthConfigError as exc:
+            raise MCPConfigError(str(exc)) from None
+    return {
+        "peer": peer or None,
+        "envelope": envelope,
+        "fixed_arguments": dict(arguments),
+        "protocol": protocol,
+        "oauth": oauth,
+    }
 
 
 def _transport(entry: dict[str, Any], where: str) -> Transport:

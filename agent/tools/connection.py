@@ -19,6 +19,7 @@ from typing import Any, TypeVar, cast
 
 import httpx2
 from mcp import Client, MCPError, StdioServerParameters
+from mcp.client.auth import OAuthFlowError, OAuthRegistrationError, OAuthTokenError
 from mcp.client.session import ClientRequestContext
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
@@ -37,6 +38,7 @@ from mcp_types import RequestParamsMeta
 from agent.keepalive import KEEPALIVE_SECONDS
 from agent.tools.config import ServerConfig
 from agent.tools.elicitation import ElicitationAnswer
+from agent.tools.oauth.providers import OAuthConnectNeeded, oauth_auth
 from agent.tools.protocol import protocol_mode
 from agent.tools.sends import SendNotingTransport
 from agent.tools.stderr import StderrRelay
@@ -146,8 +148,10 @@ class ServerConnection:
     Safe to use from many tasks of one event loop at once; requests are not serialised.
     """
 
-    def __init__(self, config: ServerConfig) -> None:
+    def __init__(self, config: ServerConfig, *, auth: httpx2.Auth | None = None) -> None:
         self.config = config
+        # OAuth (`agent.tools.oauth`): the configured server's provider unless the caller brings one.
+        self._auth = auth if auth is not None else oauth_auth(config)
         self.generation = 0  # counts successful connects, so callers can tell a reconnect happened
         self._link: _Link | None = None
         self._connecting = asyncio.Lock()
@@ -411,6 +415,7 @@ class ServerConnection:
         )
         http = await stack.enter_async_context(
             httpx2.AsyncClient(
+                auth=self._auth,
                 headers=dict(config.headers),
                 timeout=httpx2.Timeout(30.0, connect=10.0, read=config.timeout + 30.0),
                 transport=link.sends,
@@ -434,9 +439,14 @@ class ServerConnection:
     def _failure_message(self, group: BaseExceptionGroup[Exception]) -> str:
         """What went wrong, for an operator, out of whatever the transport raised."""
         target = self.config.target
+        leaves = _leaves(group)
+        for leaf in leaves:
+            if isinstance(leaf, OAuthConnectNeeded):
+                return str(leaf)
+            if isinstance(leaf, (OAuthFlowError, OAuthRegistrationError, OAuthTokenError)):
+                return f"OAuth authorization failed ({target}): {leaf}"
         if self._auth_status is not None:
             return self._credentials_rejected()
-        leaves = _leaves(group)
         for kind, hint in _FAILURE_HINTS:
             for leaf in leaves:
                 if isinstance(leaf, kind):

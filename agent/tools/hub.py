@@ -37,6 +37,7 @@ from agent.tools.elicitation_bounds import elicitation_oversize, elicitation_ove
 from agent.tools.envelopes import envelope_get
 from agent.tools.local import LOCAL_SERVER, LocalTool, local_tool_name_check, local_tools_from_settings
 from agent.tools.names import ToolNameMap
+from agent.tools.oauth.providers import Browser, oauth_auth
 from agent.tools.outcomes import ToolOutcome, outcome_unknown_advice
 from agent.tools.provenance import tool_is_execution_request, tool_offered
 from agent.tools.results import (
@@ -111,9 +112,18 @@ class ToolHub:
         local_tools: Iterable[LocalTool] = (),
         *,
         catalog: ToolCatalog | None = None,
+        oauth_browser: Browser | None = None,
+        oauth_redirect_uri: str | None = None,
     ) -> None:
         self._configs = {config.name: config for config in configs}
-        self._connections = {name: ServerConnection(config) for name, config in self._configs.items()}
+        # `oauth_browser`: who completes an OAuth authorization where a server needs one (see
+        # `agent.tools.oauth.providers`); without one, servers an operator has not connected say so.
+        self._connections = {
+            name: ServerConnection(
+                config, auth=oauth_auth(config, browser=oauth_browser, redirect_uri=oauth_redirect_uri)
+            )
+            for name, config in self._configs.items()
+        }
         self._local: dict[str, LocalTool] = {}
         for tool in local_tools:
             local_tool_name_check(tool.name)

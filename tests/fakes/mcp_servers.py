@@ -119,8 +119,11 @@ class InFlight:
 SLOW_IN_FLIGHT = InFlight()
 
 
-def build_mini_oikos(*, token: str | None = None, stdio: bool = False) -> MCPServer:
-    """A fresh `MCPServer` with the mini Oikos tools; with `token`, HTTP requests need that bearer.
+def build_mini_oikos(
+    *, token: str | None = None, stdio: bool = False, oauth: tuple[Any, AuthSettings] | None = None
+) -> MCPServer:
+    """A fresh `MCPServer` with the mini Oikos tools; with `token`, HTTP requests need that bearer;
+    with `oauth` (an authorization server provider and its settings), tokens that provider issued.
 
     Build a fresh one per HTTP start: its session manager can run only once. The stdio build also
     has `exit_process()`, which kills the server process mid-call (never offered over HTTP, where
@@ -130,7 +133,12 @@ def build_mini_oikos(*, token: str | None = None, stdio: bool = False) -> MCPSer
     auth = None
     if token is not None:
         auth = AuthSettings(issuer_url=AnyHttpUrl("http://127.0.0.1/"), resource_server_url=None)
-    server = MCPServer("mini-oikos", token_verifier=verifier, auth=auth, log_level="WARNING")
+    provider = None
+    if oauth is not None:
+        provider, auth = oauth
+    server = MCPServer(
+        "mini-oikos", token_verifier=verifier, auth=auth, auth_server_provider=provider, log_level="WARNING"
+    )
 
     @server.tool(annotations=READ_ONLY)
     def get_health_summary() -> dict[str, Any]:

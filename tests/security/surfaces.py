@@ -33,6 +33,9 @@ HTTP_SURFACES: list[tuple[str, str]] = [
     ("GET", "/ui/search/?q=postgres"),
     ("GET", "/ui/approvals/"),
     ("POST", "/ui/approvals/decide/"),
+    ("GET", "/ui/servers/"),
+    ("POST", "/ui/servers/notes/connect/"),
+    ("GET", "/ui/servers/callback/?state=s&code=c"),
 ]
 
 # Paths served without an identity (the probes; the login form in `django` mode); still mesh-only.
