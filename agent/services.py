@@ -39,12 +39,16 @@ _SESSION_ACTIVE = Update(AgentSession, ["last_active_at"], where=["id"])
 _SESSION_CONTEXT = Update(AgentSession, ["context_tokens", "context_window"], where=["id"])
 _SESSION_ACTIVE_CONTEXT = Update(AgentSession, ["last_active_at", "context_tokens", "context_window"], where=["id"])
 _TURN_NEW = Insert(Turn, ["session_id", "actor", "model", "owner", "started_at", "heartbeat_at"])
-_TURN_HEARTBEAT = Update(Turn, ["heartbeat_at"], where=["id"])
-_TURN_PROGRESS = Update(Turn, ["iterations", "usage", "heartbeat_at", "tokens_total", "cost_usd"], where=["id"])
+# Every write of a running turn is conditional on the turn still being this process's running one
+# (`_turn_fence`): one another process declared interrupted writes nothing more.
+_TURN_HEARTBEAT = Update(Turn, ["heartbeat_at"], where=["id", "status", "owner"])
+_TURN_PROGRESS = Update(
+    Turn, ["iterations", "usage", "heartbeat_at", "tokens_total", "cost_usd"], where=["id", "status", "owner"]
+)
 _TURN_END = Update(
     Turn,
     ["status", "stop_reason", "iterations", "usage", "error", "finished_at", "tokens_total", "cost_usd"],
-    where=["id", "status"],
+    where=["id", "status", "owner"],
 )
 _MESSAGE_NEW = Insert(Message, ["session_id", "turn_id", "role", "content", "created_at"])
 _ACTIVITY_NEW = Insert(
@@ -87,6 +91,27 @@ class SessionNotFound(Exception):
     def __init__(self, session_id: object) -> None:
         super().__init__(f"no session with id {session_id}")
         self.session_id = session_id
+
+
+class TurnFenced(Exception):
+    """The turn is no longer this process's running turn: another process declared it interrupted
+    (it took this one for gone), or it ended. Nothing of the write was stored."""
+
+    def __init__(self, turn_id: object) -> None:
+        super().__init__(f"turn {turn_id} is no longer running in this process")
+        self.turn_id = turn_id
+
+
+def _fenced_run(statement: Update, cursor: CursorWrapper, *, turn_id: uuid.UUID, **values: Any) -> None:
+    """Run one of the turn's conditional updates first in its transaction; none changed: `TurnFenced`.
+
+    First, so that on PostgreSQL the turn's row stays locked until the commit: a process
+    interrupting the turn meanwhile waits for this write, then finds it already stored before its
+    own (its repair of the session reads after it), and every later write of the turn is refused.
+    """
+    owner = presence.presence_current().instance_id
+    if not statement.run(cursor, where=[turn_id, Turn.Status.RUNNING, owner], **values):
+        raise TurnFenced(turn_id)
 
 
 class SessionBusy(Exception):
@@ -340,6 +365,8 @@ def session_compact(
     """
     now = timezone.now()
     with transaction.atomic():
+        with connection.cursor() as cursor:
+            _fenced_run(_TURN_HEARTBEAT, cursor, turn_id=turn_id, heartbeat_at=now)
         if summary:
             Message.objects.create(
                 session_id=session_id,
@@ -354,7 +381,6 @@ def session_compact(
             compactions=F("compactions") + 1,
             compacted_at=now,
         )
-        Turn.objects.filter(pk=turn_id).update(heartbeat_at=now)
 
 
 @dataclass(frozen=True)
@@ -381,11 +407,11 @@ def message_append(
     at all: after a crash, both say "may have run")."""
     now = timezone.now()
     with transaction.atomic(), connection.cursor() as cursor:
+        _fenced_run(_TURN_HEARTBEAT, cursor, turn_id=turn_id, heartbeat_at=now)
         for end in ended:
             _activity_end(cursor, end)
         _message_store(cursor, session_id=session_id, turn_id=turn_id, role=role, content=content, now=now)
         _SESSION_ACTIVE.run(cursor, where=[session_id], last_active_at=now)
-        _TURN_HEARTBEAT.run(cursor, where=[turn_id], heartbeat_at=now)
 
 
 def _message_store(
@@ -416,7 +442,9 @@ def _message_store(
 
 
 def turn_heartbeat(*, turn_id: uuid.UUID) -> None:
-    Turn.objects.filter(pk=turn_id, status=Turn.Status.RUNNING).update(heartbeat_at=timezone.now())
+    """Say the turn still runs; `TurnFenced` when it no longer runs here."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        _fenced_run(_TURN_HEARTBEAT, cursor, turn_id=turn_id, heartbeat_at=timezone.now())
 
 
 def _turn_spend(*, model: str, usage: dict[str, int]) -> dict[str, Any]:
@@ -444,6 +472,15 @@ def turn_progress(
     """
     now = timezone.now()
     with transaction.atomic(), connection.cursor() as cursor:
+        _fenced_run(
+            _TURN_PROGRESS,
+            cursor,
+            turn_id=turn_id,
+            iterations=iterations,
+            usage=usage,
+            heartbeat_at=now,
+            **_turn_spend(model=model, usage=usage),
+        )
         _model_answer_store(
             cursor,
             turn_id=turn_id,
@@ -452,14 +489,6 @@ def turn_progress(
             context_tokens=context_tokens,
             context_window=context_window,
             now=now,
-        )
-        _TURN_PROGRESS.run(
-            cursor,
-            where=[turn_id],
-            iterations=iterations,
-            usage=usage,
-            heartbeat_at=now,
-            **_turn_spend(model=model, usage=usage),
         )
         return [_activity_create(cursor, state=Activity.State.STARTED, **call) for call in calls]
 
@@ -513,11 +542,32 @@ def turn_finish(
     model: str = "",
     error: str = "",
     last: LastAnswer | None = None,
+    ended: Collection[ActivityEnd] = (),
 ) -> None:
     """End the turn; with `last`, its last model call's message is stored in the same transaction
-    (a call that asked for no tool is the turn's last: one write instead of two)."""
+    (a call that asked for no tool is the turn's last: one write instead of two), and with `ended`
+    the ledger outcomes not yet written.
+
+    Only a running turn of this process ends here: one already interrupted by another process
+    (which took this one for dead) keeps that status, which is what its session was told, and
+    nothing of this write is stored (`TurnFenced`).
+    """
     now = timezone.now()
     with transaction.atomic(), connection.cursor() as cursor:
+        _fenced_run(
+            _TURN_END,
+            cursor,
+            turn_id=turn_id,
+            status=status,
+            stop_reason=stop_reason,
+            iterations=iterations,
+            usage=usage,
+            error=error,
+            finished_at=now,
+            **_turn_spend(model=model, usage=usage),
+        )
+        for end in ended:
+            _activity_end(cursor, end)
         if last is not None:
             _model_answer_store(
                 cursor,
@@ -528,19 +578,6 @@ def turn_finish(
                 context_window=last.context_window,
                 now=now,
             )
-        # Only a running turn: one already interrupted by another process (which took this process
-        # for dead) keeps that status, which is what its session was told.
-        _TURN_END.run(
-            cursor,
-            where=[turn_id, Turn.Status.RUNNING],
-            status=status,
-            stop_reason=stop_reason,
-            iterations=iterations,
-            usage=usage,
-            error=error,
-            finished_at=now,
-            **_turn_spend(model=model, usage=usage),
-        )
 
 
 def activity_start(
