@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import logging
 import uuid
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
@@ -32,6 +33,8 @@ from agent.tools.elicitation import Answerer
 from agent.tools.hub import ToolHub, tool_hub
 from agent.tools.outcomes import CUTOFF_INTERRUPTED, cutoff_cancelled
 
+logger = logging.getLogger("agent.engine")
+
 
 class TurnRejected(Exception):
     """The turn could not start; nothing was stored. `code` is stable for clients."""
@@ -48,6 +51,8 @@ _running: dict[uuid.UUID, TurnHandle] = {}
 _shutting_down = False
 
 SHUTDOWN_MESSAGE = "Hermes is restarting: ask again in a moment."
+# How long marking the turns that did not end in time may take at shutdown.
+LATE_WRITE_SECONDS = 1.0
 
 
 @dataclass
@@ -309,5 +314,10 @@ async def turns_shutdown(*, reason: str = "Hermes was stopped while answering.",
         await asyncio.wait(tasks, timeout=grace)
     late = [handle.turn_id for handle in handles if handle.task is not None and not handle.task.done()]
     if late:
-        await db_call(services.turns_interrupt, turn_ids=late, error=reason)
+        # Bounded, and its failure only logged: a database that is gone must not hold the shutdown
+        # up (the process's next start, or the next question, interrupts these turns anyway).
+        try:
+            await asyncio.wait_for(db_call(services.turns_interrupt, turn_ids=late, error=reason), LATE_WRITE_SECONDS)
+        except Exception as exc:
+            logger.warning("Could not mark %d turn(s) interrupted at shutdown: %s", len(late), exc)
     return len(handles)
