@@ -274,11 +274,11 @@ class TurnLoop:
         self._end_emit(Turn.Status.INTERRUPTED, "interrupted", error=FENCED_MESSAGE, code="interrupted")
 
     async def _storage_failed(self, exc: BaseException) -> None:
-        """A write failed: the followers hear it at once, then the turn's end is written (bounded retries)."""
+        """A write failed: the turn's end is written once, its followers told (`error`, `done`), and
+        an end that could not be written is tried again a bounded number of times."""
         error = redact(storage_failure_text(exc))
         log_event(logger, "turn.storage_failed", level=logging.WARNING, error=error)
         metrics.turn_finished(Turn.Status.ERROR, stop_reason=STORAGE_ERROR, duration_seconds=self._duration())
-        self._end_emit(Turn.Status.ERROR, STORAGE_ERROR, error=error, code=STORAGE_ERROR)
         await self._writes_settle(quiet=True)
         ended, self._ledger_ended = self._ledger_ended, []
         self._ledger_started = {}
@@ -296,7 +296,12 @@ class TurnLoop:
                 ended=ended,
             )
 
-        await end_write_retried(end_write)
+        # Once before `done`, so a client that asks again at once finds the session free; then,
+        # with the database still failing, again after `done`, which must not wait on it.
+        stored = await end_write_retried(end_write, delays=())
+        self._end_emit(Turn.Status.ERROR, STORAGE_ERROR, error=error, code=STORAGE_ERROR)
+        if not stored:
+            await end_write_retried(end_write)
 
     def _started_ids(self) -> set[int]:
         return {activity_id for activity_id, _tool in self._ledger_started.values()}

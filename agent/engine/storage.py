@@ -1,9 +1,10 @@
 """When the database fails under a running turn: the turn ends honestly instead of hanging.
 
 A write that fails mid-turn (PostgreSQL unreachable past the pool's timeout, a disk full, a file
-system gone read-only) ends the turn `error` with the code `storage_error`: its followers are told
-at once (`error`, then `done`), and only then is the turn's end written, tried a bounded number of
-times, since the database may come back within seconds. A turn whose end could not be written stays
+system gone read-only) ends the turn `error` with the code `storage_error`: its end is written once
+(bounded by the pool's timeout on PostgreSQL), its followers are told (`error`, then `done`) whether
+or not that worked, and an end not yet stored is tried again a bounded number of times, since the
+database may come back within seconds. A turn whose end could not be written stays
 `running` in the database with no task behind it; this process's next sweep (a question in its
 session, a Stop) finds it not running here and marks it `interrupted` (agent/services.py).
 
