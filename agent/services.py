@@ -27,7 +27,7 @@ from agent.engine.context import SUMMARY_HEADER, SessionContext, StoredMessage
 from agent.engine.history import synthetic_tool_results, tool_uses_unanswered
 from agent.models import Activity, AgentSession, Instance, Message, SearchEntry, ToolCatalog, Turn
 from agent.search.entries import activity_entry, message_entry, search_result_addition
-from agent.selectors import session_context
+from agent.selectors import session_context_recent
 from agent.statements import Insert, Update
 from agent.tools.outcomes import CUTOFF_INTERRUPTED, outcome_unknown_text
 from agent.tools.results import tool_error_record
@@ -145,26 +145,25 @@ def session_title_from(text: str) -> str:
     return cut + "…"
 
 
-def _session_repair(session: AgentSession) -> None:
-    """Repair what a crash left of the session's last turn, before its next turn begins.
+def _session_repair(session: AgentSession, context: SessionContext) -> StoredMessage | None:
+    """Repair what a crash left of the session's last turn, before its next turn begins; the
+    message it added, if any.
 
     Any tool_use left unanswered is answered "outcome unknown — it may have run" (the API rejects
     a history with a gap, and "not run" would be a lie: Oikos may have carried the call out), and
     the ledger rows still `started` become `unknown`. Runs under the session's row lock, with no
-    turn of the session running.
+    turn of the session running, on the messages the turn reads anyway (`context`).
     """
-    rows = list(
-        session.messages.exclude(kind=Message.Kind.SUMMARY).order_by("id").values_list("role", "content", "turn_id")
-    )
-    unanswered = tool_uses_unanswered([(role, content) for role, content, _turn in rows])
+    rows = context.kept()
+    added: StoredMessage | None = None
+    unanswered = tool_uses_unanswered([(row.role, row.content) for row in rows])
     if unanswered:
-        Message.objects.create(
-            session=session,
-            turn_id=rows[-1][2] if rows else None,
-            role=Message.Role.USER,
-            content=synthetic_tool_results(unanswered),
-        )
+        turn_id = rows[-1].turn_id if rows else None
+        content = synthetic_tool_results(unanswered)
+        message = Message.objects.create(session=session, turn_id=turn_id, role=Message.Role.USER, content=content)
+        added = StoredMessage(message.pk, turn_id, Message.Role.USER, content)
     activity_settle_interrupted(session_id=session.pk)
+    return added
 
 
 INTERRUPTED_BY_EXIT = "The Hermes process running this turn stopped before it finished."
@@ -292,6 +291,8 @@ def _turn_begin(
     # with 200 questions at once). A new session has nothing to free.
     interrupted = turns_interrupt_orphaned(stale_after=stale_after, session_id=session_id) if session_id else []
     session: AgentSession | None = None
+    earlier = SessionContext(messages=[])
+    repaired: StoredMessage | None = None
     if session_id is not None:
         session = AgentSession.objects.select_for_update().filter(pk=session_id).first()
         if session is None:
@@ -300,7 +301,9 @@ def _turn_begin(
         # exactly one starts a turn. One turn at a time keeps the history a valid conversation.
         if session.turns.filter(status=Turn.Status.RUNNING).exists():
             raise SessionBusy(session_id)
-        _session_repair(session)
+        # The one read of the session's history a turn makes, bounded by its latest summary.
+        earlier = session_context_recent(session)
+        repaired = _session_repair(session, earlier)
     now = timezone.now()
     question = [{"type": "text", "text": text}]
     with connection.cursor() as cursor:
@@ -334,11 +337,16 @@ def _turn_begin(
         question_pk = _message_store(
             cursor, session_id=session_pk, turn_id=turn_pk, role=Message.Role.USER, content=question, now=now
         )
+    asked = StoredMessage(question_pk, turn_pk, Message.Role.USER, question)
     if session is None:
         # Made just now, with its title, model and time: its history is the question alone.
-        context = SessionContext(messages=[StoredMessage(question_pk, turn_pk, Message.Role.USER, question)])
+        context = SessionContext(messages=[asked])
     else:
-        context = session_context(session)
+        added = [repaired] if repaired is not None else []
+        context = SessionContext(
+            messages=[*earlier.messages, *added, asked],
+            tool_results_cleared_through=earlier.tool_results_cleared_through,
+        )
     # What the model is sent: from the latest summary on, old tool results cleared (engine.context).
     return TurnBegun(
         session_id=session_pk,
