@@ -11,23 +11,21 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
-import anyio
 import httpx2
 import psycopg
 import pytest
-from mcp.server.mcpserver import MCPServer
 
 from tests.api.conftest import SseStream, chat, hermes_env, sse_parse
 from tests.fakes import FakeAnthropic, Reply
 from tests.fakes.daphne import REPO_ROOT, DaphneServer, LiveDatabase
-from tests.fakes.mcp_servers import READ_ONLY, MCPTestServer, build_mini_oikos
+from tests.fakes.gated_mcp import Gate, build_gated_oikos
+from tests.fakes.mcp_servers import MCPTestServer
 from tests.fakes.subprocesses import clean_environ
 from tests.fakes.tcp_proxy import TcpProxy
 
@@ -51,39 +49,13 @@ def poll(check: Callable[[], T | None], *, within: float = 30.0, what: str = "")
         time.sleep(0.1)
 
 
-class Gate:
-    """A tool call the test holds in flight for as long as it needs (the machine may be slow)."""
-
-    def __init__(self) -> None:
-        self.entered = threading.Event()
-        self.release = threading.Event()
-
-
-GATE = Gate()
-
-
-def build_gated_oikos(*, token: str | None = None) -> MCPServer:
-    """Mini Oikos plus `held(label)`, which answers once the test opens `GATE`."""
-    server = build_mini_oikos(token=token)
-
-    @server.tool(annotations=READ_ONLY)
-    async def held(label: str) -> str:
-        """Wait until released, then say so."""
-        GATE.entered.set()
-        await anyio.to_thread.run_sync(GATE.release.wait)
-        return f"{label}: done"
-
-    return server
-
-
 @pytest.fixture
 def gated_oikos() -> Iterator[MCPTestServer]:
-    global GATE
-    GATE = Gate()
+    gate = Gate.fresh()
     server = MCPTestServer(build=build_gated_oikos)
     server.start()
     yield server
-    GATE.release.set()
+    gate.release.set()
     server.stop()
 
 
@@ -207,7 +179,7 @@ class TestFenced:
         client, stream, lines = open_chat(hermes.url, {"message": "check the fleet slowly"})
         try:
             session_id, first = stream.headers["x-hermes-session"], stream.headers["x-hermes-turn"]
-            assert GATE.entered.wait(60), "the tool call never started"
+            assert Gate.current.entered.wait(60), "the tool call never started"
 
             # PostgreSQL loses Daphne: its presence lock goes with the connection.
             proxy.cut()
@@ -222,7 +194,7 @@ class TestFenced:
 
             # The database is back; the first turn's tool call ends and the model is asked again.
             proxy.restore()
-            GATE.release.set()
+            Gate.current.release.set()
             fake_llm.enqueue(Reply.text("First turn, late: the fleet was slow."))
             sse_parse(lines, stream)
         finally:
