@@ -194,6 +194,10 @@ class TestFenced:
 
             # The database is back; the first turn's tool call ends and the model is asked again.
             proxy.restore()
+            poll(
+                lambda: httpx2.get(f"{hermes.url}/healthz", timeout=20).status_code == 200,
+                what="the server's database connections back",
+            )
             Gate.current.release.set()
             fake_llm.enqueue(Reply.text("First turn, late: the fleet was slow."))
             sse_parse(lines, stream)
