@@ -118,14 +118,16 @@ def _call(function: Callable[..., T], kwargs: dict[str, Any], asked: float) -> T
 
 def _connections_settle() -> None:
     """After a call: PostgreSQL connections go back to the pool; a SQLite connection stays open
-    unless the call left it unusable (then the next call opens a fresh one)."""
+    unless the call failed on it (then the next call opens a fresh one: SQLite's "usable" check
+    always passes, and a connection opened while the file could not be written stays read-only
+    after the file can be again)."""
     for connection in connections.all(initialized_only=True):
         if connection.connection is None:
             continue
         if (
             connection.vendor != "sqlite"
             or connection.get_autocommit() != connection.settings_dict["AUTOCOMMIT"]
-            or (connection.errors_occurred and not connection.is_usable())
+            or connection.errors_occurred
         ):
             connection.close()
         else:

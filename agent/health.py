@@ -1,6 +1,6 @@
 """Is each part Hermes depends on working right now? Plain data for `/healthz` and `manage.py doctor`.
 
-Every check really exercises its component — a query on Hermes's own table, a message sent through
+Every check really exercises its component — a query on Hermes's own table and a write to it, a message sent through
 the configured channel layer and received back, each MCP server connected and asked for its tools —
 except the model: checking it would cost a paid call, so it reports only whether one is configured.
 Each check is bounded in time, so a hung component makes the report slow by seconds, never stuck.
@@ -19,10 +19,11 @@ from urllib.parse import urlsplit
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
-from django.db import connection
+from django.db import connection, transaction
+from django.utils import timezone
 
 from agent.llm import llm_configured
-from agent.models import AgentSession
+from agent.models import AgentSession, DatabaseProbe
 from agent.tools import MCPConfigError, ToolHub, tool_hub
 
 CHECK_TIMEOUT = 5.0
@@ -88,6 +89,11 @@ async def database_check() -> ComponentHealth:
         await database_sync_to_async(_database_schema_probe)()
     except Exception as exc:
         message = f"the database has no Hermes tables (run `manage.py migrate`): {_describe(exc)}"
+        return _failed("database", started, message, vendor=connection.vendor)
+    try:
+        await database_sync_to_async(_database_write_probe)()
+    except Exception as exc:
+        message = f"the database cannot be written (disk full, read-only?): {_describe(exc)}"
         return _failed("database", started, message, vendor=connection.vendor)
     return _passed("database", started, vendor=connection.vendor)
 
@@ -166,6 +172,24 @@ def _database_ping() -> None:
 
 def _database_schema_probe() -> None:
     AgentSession.objects.only("id").first()
+
+
+def _database_write_probe() -> None:
+    """Write the probe's row: reads alone pass on a full disk or a read-only database.
+
+    A failed write closes the connection: a SQLite connection opened while its file could not be
+    written stays read-only for good (its "usable" check cannot tell), so the next check, once the
+    database is writable again, must open a fresh one to see it.
+    """
+    try:
+        with transaction.atomic():
+            if not DatabaseProbe.objects.filter(pk=1).update(written_at=timezone.now()):
+                DatabaseProbe.objects.bulk_create(
+                    [DatabaseProbe(pk=1, written_at=timezone.now())], ignore_conflicts=True
+                )
+    except Exception:
+        connection.close()
+        raise
 
 
 async def _bounded(name: str, check: Awaitable[ComponentHealth], time_limit: float) -> ComponentHealth:

@@ -46,6 +46,20 @@ class AgentSession(models.Model):
         return self.title or str(self.id)
 
 
+class DatabaseProbe(models.Model):
+    """The one row `/healthz` writes (agent/health.py): a database that answers reads but refuses
+    writes (a disk full, a file system gone read-only, a read-only replica) is not working."""
+
+    id = models.PositiveSmallIntegerField(primary_key=True)
+    written_at = models.DateTimeField()
+
+    class Meta:
+        db_table = "agent_database_probe"
+
+    def __str__(self) -> str:
+        return f"database probe written {self.written_at:%Y-%m-%d %H:%M:%S}"
+
+
 class Instance(models.Model):
     """A running Hermes process (a Daphne server, `ask`, `mcp_serve`, ...): the owner of its turns.
 

@@ -19,6 +19,12 @@ decides from the owner whether the turn can still finish. The signals, fastest f
 An owner that is provably alive keeps its turns however long they take: its own deadline ends them.
 This process's turns are alive while its runner still runs them (`turn_running_add`).
 
+A database blip closes the lock's connection, and PostgreSQL releases the lock: to everyone else this
+process looks gone, and the next process to look interrupts its turns. So a keeper thread checks the
+connection every `LOCK_CHECK_SECONDS` and takes the same lock again on a new one as soon as the
+database answers; turns interrupted meanwhile write nothing more (every write of a running turn is
+conditional on it still being this process's, agent/services.py), so they stop honestly.
+
 Rejected: a Redis key with a TTL (a dead process still holds the session for the TTL, and SQLite
 deployments have no Redis); a lock in one process's memory (useless across processes).
 """
@@ -53,8 +59,13 @@ class Presence:
 
 
 _current: Presence | None = None
-# The dedicated PostgreSQL connection that holds this process's advisory lock.
+# The dedicated PostgreSQL connection that holds this process's advisory lock, and its key.
 _lock_connection: Any = None
+_lock_key: int | None = None
+# Set to stop the keeper thread (`_lock_keep`).
+_keeper_stop = threading.Event()
+_lock_connection_lock = threading.Lock()
+LOCK_CHECK_SECONDS = 2.0
 
 
 def host_identity() -> str:
@@ -114,6 +125,8 @@ def presence_start(role: str) -> Presence:
         lock_key: int | None = None
         if connection.vendor == "postgresql":
             lock_key, _lock_connection = _advisory_lock_take()
+            if lock_key is not None:
+                _lock_keeper_start(lock_key)
         instance_id = services.instance_announce(
             role=role,
             host=host_identity(),
@@ -142,7 +155,8 @@ def presence_stop() -> None:
     global _current, _lock_connection
     from agent import services
 
-    with _lock:
+    _keeper_stop.set()
+    with _lock, _lock_connection_lock:
         current, _current = _current, None
         lock_connection, _lock_connection = _lock_connection, None
     if current is not None and current.pid == os.getpid():
@@ -201,20 +215,74 @@ def owners_gone(owners: set[uuid.UUID]) -> tuple[set[uuid.UUID], set[uuid.UUID]]
     return gone, undecided
 
 
-def _advisory_lock_take() -> tuple[int | None, Any]:
-    """Hold a random advisory lock on a connection of our own for as long as this process lives."""
+def _lock_connect(key: int) -> Any:
+    """A connection of our own holding advisory lock `key`; raises when it cannot."""
     import psycopg
 
+    params = connection.get_connection_params()
+    params.pop("cursor_factory", None)
+    params.pop("context", None)
+    params.pop("pool", None)
+    params["autocommit"] = True
+    params["application_name"] = "hermes-presence"
+    params.setdefault("connect_timeout", 5)
+    # A connection cut silently (a network partition) is noticed within seconds, not hours.
+    params.update(keepalives=1, keepalives_idle=5, keepalives_interval=2, keepalives_count=2, tcp_user_timeout=10000)
+    held = psycopg.connect(**params)
+    try:
+        (taken,) = held.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone() or (False,)
+    except Exception:
+        held.close()
+        raise
+    if not taken:
+        held.close()
+        raise RuntimeError(f"advisory lock {key} is held by another session")
+    return held
+
+
+def _lock_keeper_start(key: int) -> None:
+    global _lock_key
+    _lock_key = key
+    _keeper_stop.clear()
+    threading.Thread(target=_lock_keep, name="hermes-presence", daemon=True).start()
+
+
+def _lock_keep() -> None:
+    """Keep this process's lock held: check its connection, and take the lock again on a new one
+    as soon as the database answers after losing it."""
+    global _lock_connection
+    lost = False
+    while not _keeper_stop.wait(LOCK_CHECK_SECONDS):
+        with _lock_connection_lock:
+            held, key = _lock_connection, _lock_key
+            if key is None or _keeper_stop.is_set():
+                return
+            try:
+                if held is None:
+                    raise ConnectionError("no lock connection")
+                held.execute("SELECT 1")
+                continue
+            except Exception:
+                if held is not None:
+                    with contextlib.suppress(Exception):
+                        held.close()
+                _lock_connection = None
+                if not lost:
+                    lost = True
+                    logger.warning("Lost this process's presence lock on PostgreSQL: taking it again when it answers")
+            try:
+                _lock_connection = _lock_connect(key)
+            except Exception:
+                continue
+            lost = False
+            logger.info("Took this process's presence lock on PostgreSQL again")
+
+
+def _advisory_lock_take() -> tuple[int | None, Any]:
+    """Hold a random advisory lock on a connection of our own for as long as this process lives."""
     key = secrets.randbits(62)
     try:
-        params = connection.get_connection_params()
-        params.pop("cursor_factory", None)
-        params.pop("context", None)
-        params.pop("pool", None)
-        params["autocommit"] = True
-        params["application_name"] = "hermes-presence"
-        held = psycopg.connect(**params)
-        held.execute("SELECT pg_advisory_lock(%s)", (key,))
+        held = _lock_connect(key)
     except Exception as exc:
         # Ownership still works through the other signals; say why it is slower (one line).
         logger.warning(

@@ -310,5 +310,22 @@ def session_context(session: AgentSession) -> SessionContext:
     )
 
 
+def session_context_recent(session: AgentSession) -> SessionContext:
+    """What a new turn needs of the session: its latest summary and the messages after what that
+    summary replaces (all of them when there is none), in one bounded read instead of every message.
+
+    `SessionContext.history()` gives the same conversation from it as from `session_context`.
+    """
+    columns = ("id", "turn_id", "role", "content", "kind", "replaces_through")
+    summary = session.messages.filter(kind=Message.Kind.SUMMARY).order_by("-id").values_list(*columns).first()
+    rows = session.messages.exclude(kind=Message.Kind.SUMMARY)
+    if summary is not None:
+        rows = rows.filter(id__gt=summary[5] or 0)
+    messages = [StoredMessage(*row) for row in rows.order_by("id").values_list(*columns)]
+    if summary is not None:
+        messages.insert(0, StoredMessage(*summary))
+    return SessionContext(messages=messages, tool_results_cleared_through=session.tool_results_cleared_through)
+
+
 def session_context_load(*, session_id: uuid.UUID) -> SessionContext:
     return session_context(AgentSession.objects.get(pk=session_id))

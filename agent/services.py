@@ -8,9 +8,10 @@ per transaction; the rest use the ORM.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import uuid
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +29,7 @@ from agent.models import Activity, AgentSession, Instance, Message, SearchEntry,
 from agent.prices import turn_cost
 from agent.redaction import redact
 from agent.search.entries import activity_entry, message_entry, search_result_addition
-from agent.selectors import session_context
+from agent.selectors import session_context_recent
 from agent.statements import Insert, Update
 from agent.tools.outcomes import CUTOFF_INTERRUPTED, outcome_unknown_text
 from agent.tools.results import tool_error_record
@@ -41,12 +42,16 @@ _SESSION_ACTIVE = Update(AgentSession, ["last_active_at"], where=["id"])
 _SESSION_CONTEXT = Update(AgentSession, ["context_tokens", "context_window"], where=["id"])
 _SESSION_ACTIVE_CONTEXT = Update(AgentSession, ["last_active_at", "context_tokens", "context_window"], where=["id"])
 _TURN_NEW = Insert(Turn, ["session_id", "actor", "model", "owner", "started_at", "heartbeat_at", "tokens_reserved"])
-_TURN_HEARTBEAT = Update(Turn, ["heartbeat_at"], where=["id"])
-_TURN_PROGRESS = Update(Turn, ["iterations", "usage", "heartbeat_at", "tokens_total", "cost_usd"], where=["id"])
+# Every write of a running turn is conditional on the turn still being this process's running one
+# (`_turn_fence`): one another process declared interrupted writes nothing more.
+_TURN_HEARTBEAT = Update(Turn, ["heartbeat_at"], where=["id", "status", "owner"])
+_TURN_PROGRESS = Update(
+    Turn, ["iterations", "usage", "heartbeat_at", "tokens_total", "cost_usd"], where=["id", "status", "owner"]
+)
 _TURN_END = Update(
     Turn,
     ["status", "stop_reason", "iterations", "usage", "error", "finished_at", "tokens_total", "cost_usd"],
-    where=["id", "status"],
+    where=["id", "status", "owner"],
 )
 _MESSAGE_NEW = Insert(Message, ["session_id", "turn_id", "role", "content", "created_at"])
 _ACTIVITY_NEW = Insert(
@@ -91,6 +96,27 @@ class SessionNotFound(Exception):
         self.session_id = session_id
 
 
+class TurnFenced(Exception):
+    """The turn is no longer this process's running turn: another process declared it interrupted
+    (it took this one for gone), or it ended. Nothing of the write was stored."""
+
+    def __init__(self, turn_id: object) -> None:
+        super().__init__(f"turn {turn_id} is no longer running in this process")
+        self.turn_id = turn_id
+
+
+def _fenced_run(statement: Update, cursor: CursorWrapper, *, turn_id: uuid.UUID, **values: Any) -> None:
+    """Run one of the turn's conditional updates first in its transaction; none changed: `TurnFenced`.
+
+    First, so that on PostgreSQL the turn's row stays locked until the commit: a process
+    interrupting the turn meanwhile waits for this write, then finds it already stored before its
+    own (its repair of the session reads after it), and every later write of the turn is refused.
+    """
+    owner = presence.presence_current().instance_id
+    if not statement.run(cursor, where=[turn_id, Turn.Status.RUNNING, owner], **values):
+        raise TurnFenced(turn_id)
+
+
 class SessionBusy(Exception):
     """A turn of the session is still running: a second one would interleave their messages."""
 
@@ -127,26 +153,25 @@ def session_title_from(text: str) -> str:
     return cut + "…"
 
 
-def _session_repair(session: AgentSession) -> None:
-    """Repair what a crash left of the session's last turn, before its next turn begins.
+def _session_repair(session: AgentSession, context: SessionContext) -> StoredMessage | None:
+    """Repair what a crash left of the session's last turn, before its next turn begins; the
+    message it added, if any.
 
     Any tool_use left unanswered is answered "outcome unknown — it may have run" (the API rejects
     a history with a gap, and "not run" would be a lie: Oikos may have carried the call out), and
     the ledger rows still `started` become `unknown`. Runs under the session's row lock, with no
-    turn of the session running.
+    turn of the session running, on the messages the turn reads anyway (`context`).
     """
-    rows = list(
-        session.messages.exclude(kind=Message.Kind.SUMMARY).order_by("id").values_list("role", "content", "turn_id")
-    )
-    unanswered = tool_uses_unanswered([(role, content) for role, content, _turn in rows])
+    rows = context.kept()
+    added: StoredMessage | None = None
+    unanswered = tool_uses_unanswered([(row.role, row.content) for row in rows])
     if unanswered:
-        Message.objects.create(
-            session=session,
-            turn_id=rows[-1][2] if rows else None,
-            role=Message.Role.USER,
-            content=synthetic_tool_results(unanswered),
-        )
+        turn_id = rows[-1].turn_id if rows else None
+        content = synthetic_tool_results(unanswered)
+        message = Message.objects.create(session=session, turn_id=turn_id, role=Message.Role.USER, content=content)
+        added = StoredMessage(message.pk, turn_id, Message.Role.USER, content)
     activity_settle_interrupted(session_id=session.pk)
+    return added
 
 
 INTERRUPTED_BY_EXIT = "The Hermes process running this turn stopped before it finished."
@@ -280,6 +305,8 @@ def _turn_begin(
     # with 200 questions at once). A new session has nothing to free.
     interrupted = turns_interrupt_orphaned(stale_after=stale_after, session_id=session_id) if session_id else []
     session: AgentSession | None = None
+    earlier = SessionContext(messages=[])
+    repaired: StoredMessage | None = None
     if session_id is not None:
         session = AgentSession.objects.select_for_update().filter(pk=session_id).first()
         if session is None:
@@ -288,7 +315,9 @@ def _turn_begin(
         # exactly one starts a turn. One turn at a time keeps the history a valid conversation.
         if session.turns.filter(status=Turn.Status.RUNNING).exists():
             raise SessionBusy(session_id)
-        _session_repair(session)
+        # The one read of the session's history a turn makes, bounded by its latest summary.
+        earlier = session_context_recent(session)
+        repaired = _session_repair(session, earlier)
     # Last of the locks this transaction takes, so that a refusal has changed nothing.
     hold = admission.admit() if admission is not None else 0
     now = timezone.now()
@@ -331,11 +360,16 @@ def _turn_begin(
         question_pk = _message_store(
             cursor, session_id=session_pk, turn_id=turn_pk, role=Message.Role.USER, content=question, now=now
         )
+    asked = StoredMessage(question_pk, turn_pk, Message.Role.USER, question)
     if session is None:
         # Made just now, with its title, model and time: its history is the question alone.
-        context = SessionContext(messages=[StoredMessage(question_pk, turn_pk, Message.Role.USER, question)])
+        context = SessionContext(messages=[asked])
     else:
-        context = session_context(session)
+        added = [repaired] if repaired is not None else []
+        context = SessionContext(
+            messages=[*earlier.messages, *added, asked],
+            tool_results_cleared_through=earlier.tool_results_cleared_through,
+        )
     # What the model is sent: from the latest summary on, old tool results cleared (engine.context).
     return TurnBegun(
         session_id=session_pk,
@@ -364,6 +398,8 @@ def session_compact(
     """
     now = timezone.now()
     with transaction.atomic():
+        with connection.cursor() as cursor:
+            _fenced_run(_TURN_HEARTBEAT, cursor, turn_id=turn_id, heartbeat_at=now)
         if summary:
             Message.objects.create(
                 session_id=session_id,
@@ -378,7 +414,6 @@ def session_compact(
             compactions=F("compactions") + 1,
             compacted_at=now,
         )
-        Turn.objects.filter(pk=turn_id).update(heartbeat_at=now)
 
 
 @dataclass(frozen=True)
@@ -405,11 +440,11 @@ def message_append(
     at all: after a crash, both say "may have run")."""
     now = timezone.now()
     with transaction.atomic(), connection.cursor() as cursor:
+        _fenced_run(_TURN_HEARTBEAT, cursor, turn_id=turn_id, heartbeat_at=now)
         for end in ended:
             _activity_end(cursor, end)
         _message_store(cursor, session_id=session_id, turn_id=turn_id, role=role, content=content, now=now)
         _SESSION_ACTIVE.run(cursor, where=[session_id], last_active_at=now)
-        _TURN_HEARTBEAT.run(cursor, where=[turn_id], heartbeat_at=now)
 
 
 def _message_store(
@@ -440,7 +475,9 @@ def _message_store(
 
 
 def turn_heartbeat(*, turn_id: uuid.UUID) -> None:
-    Turn.objects.filter(pk=turn_id, status=Turn.Status.RUNNING).update(heartbeat_at=timezone.now())
+    """Say the turn still runs; `TurnFenced` when it no longer runs here."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        _fenced_run(_TURN_HEARTBEAT, cursor, turn_id=turn_id, heartbeat_at=timezone.now())
 
 
 def _turn_spend(*, model: str, usage: dict[str, int]) -> dict[str, Any]:
@@ -468,6 +505,15 @@ def turn_progress(
     """
     now = timezone.now()
     with transaction.atomic(), connection.cursor() as cursor:
+        _fenced_run(
+            _TURN_PROGRESS,
+            cursor,
+            turn_id=turn_id,
+            iterations=iterations,
+            usage=usage,
+            heartbeat_at=now,
+            **_turn_spend(model=model, usage=usage),
+        )
         _model_answer_store(
             cursor,
             turn_id=turn_id,
@@ -476,14 +522,6 @@ def turn_progress(
             context_tokens=context_tokens,
             context_window=context_window,
             now=now,
-        )
-        _TURN_PROGRESS.run(
-            cursor,
-            where=[turn_id],
-            iterations=iterations,
-            usage=usage,
-            heartbeat_at=now,
-            **_turn_spend(model=model, usage=usage),
         )
         return [_activity_create(cursor, state=Activity.State.STARTED, **call) for call in calls]
 
@@ -537,11 +575,32 @@ def turn_finish(
     model: str = "",
     error: str = "",
     last: LastAnswer | None = None,
+    ended: Collection[ActivityEnd] = (),
 ) -> None:
     """End the turn; with `last`, its last model call's message is stored in the same transaction
-    (a call that asked for no tool is the turn's last: one write instead of two)."""
+    (a call that asked for no tool is the turn's last: one write instead of two), and with `ended`
+    the ledger outcomes not yet written.
+
+    Only a running turn of this process ends here: one already interrupted by another process
+    (which took this one for dead) keeps that status, which is what its session was told, and
+    nothing of this write is stored (`TurnFenced`).
+    """
     now = timezone.now()
-    with transaction.atomic(), connection.cursor() as cursor:
+    with _synced(), transaction.atomic(), connection.cursor() as cursor:
+        _fenced_run(
+            _TURN_END,
+            cursor,
+            turn_id=turn_id,
+            status=status,
+            stop_reason=stop_reason,
+            iterations=iterations,
+            usage=usage,
+            error=error,
+            finished_at=now,
+            **_turn_spend(model=model, usage=usage),
+        )
+        for end in ended:
+            _activity_end(cursor, end)
         if last is not None:
             _model_answer_store(
                 cursor,
@@ -552,19 +611,28 @@ def turn_finish(
                 context_window=last.context_window,
                 now=now,
             )
-        # Only a running turn: one already interrupted by another process (which took this process
-        # for dead) keeps that status, which is what its session was told.
-        _TURN_END.run(
-            cursor,
-            where=[turn_id, Turn.Status.RUNNING],
-            status=status,
-            stop_reason=stop_reason,
-            iterations=iterations,
-            usage=usage,
-            error=error,
-            finished_at=now,
-            **_turn_spend(model=model, usage=usage),
-        )
+
+
+@contextlib.contextmanager
+def _synced() -> Iterator[None]:
+    """On SQLite, the commit inside is synced to disk: the turn's end, with everything before it.
+
+    The connection runs `synchronous=NORMAL` in WAL mode (hermes_site/settings.py): commits are not
+    synced, and a power cut or an I/O remount can lose answered turns. A FULL commit syncs the whole
+    WAL, so syncing the turn's end keeps every answered turn, for one sync per turn instead of one
+    per write (bench/sqlite_sync.py measures the three).
+    """
+    if connection.vendor != "sqlite":
+        yield
+        return
+    with connection.cursor() as cursor:
+        cursor.execute("PRAGMA synchronous=FULL")
+    try:
+        yield
+    finally:
+        # A connection left FULL (its write failed: it is closed and opened afresh, agent/db.py) is only slower.
+        with contextlib.suppress(Exception), connection.cursor() as cursor:
+            cursor.execute("PRAGMA synchronous=NORMAL")
 
 
 def activity_start(

@@ -9,7 +9,10 @@ It takes exactly Daphne's command line. What it adds:
   clients would get neither `error` nor `done`. Here the running turns are interrupted first: each
   keeps its partial answer, ends `interrupted`, and its followers (an SSE stream, the control room)
   get `error` and `done` before the connections close. New questions meanwhile are refused (503).
-  The process then records itself as stopped, so no one waits for it.
+  The process then records itself as stopped, so no one waits for it. Every step is bounded: with
+  the database gone, a write would wait the pool's timeout (or longer on a dead connection), and a
+  thread stuck in one would keep the interpreter from exiting; past `EXIT_DEADLINE_SECONDS` after
+  the signal the process exits anyway (`os._exit`), so SIGTERM always stops it.
 - The garbage collector is off while the process starts, and what start-up built is then frozen out
   of its sight (`hermes_site.collector`).
 - A request body over the limit is refused as it arrives, not after Daphne has read all of it
@@ -27,6 +30,8 @@ import asyncio
 import logging
 import os
 import sys
+import threading
+from collections.abc import Awaitable
 from typing import Any
 
 from hermes_site.collector import startup_begin, startup_end
@@ -75,6 +80,10 @@ logger = logging.getLogger("hermes_site.serve")
 SHUTDOWN_GRACE_SECONDS = 6.0
 # Then how long the connections get to write those last events before Daphne closes them.
 DRAIN_SECONDS = 1.0
+# Then how long the last bookkeeping (the process recorded as stopped) may take.
+BOOKKEEPING_SECONDS = 1.5
+# From the signal to the exit, whatever is stuck: still within Docker's 10 s.
+EXIT_DEADLINE_SECONDS = SHUTDOWN_GRACE_SECONDS + DRAIN_SECONDS + BOOKKEEPING_SECONDS + 0.5
 
 
 class RedactedAccessLog(AccessLogGenerator):
@@ -112,6 +121,7 @@ class HermesServer(Server):
         super().run()
 
     def kill_all_applications(self) -> Any:
+        _exit_deadline_arm()
         future = asyncio.ensure_future(self._turns_shutdown())
         deferred = defer.Deferred.fromFuture(future)
         deferred.addErrback(lambda failure: logger.error("Graceful shutdown failed: %s", failure.getErrorMessage()))
@@ -139,9 +149,35 @@ class HermesServer(Server):
             ]
             if streams:
                 await asyncio.wait(streams, timeout=DRAIN_SECONDS)
-        await turn_registry_close()
-        await llm_client_close()
-        await database_sync_to_async(presence.presence_stop)()
+        await _bounded("closing the live registry", turn_registry_close(), DRAIN_SECONDS)
+        await _bounded("closing the model client", llm_client_close(), DRAIN_SECONDS)
+        await _bounded(
+            "recording this process as stopped", database_sync_to_async(presence.presence_stop)(), BOOKKEEPING_SECONDS
+        )
+
+
+async def _bounded(what: str, work: Awaitable[Any], seconds: float) -> None:
+    """A shutdown step that may not hold the shutdown up (the database may be gone)."""
+    try:
+        await asyncio.wait_for(work, seconds)
+    except TimeoutError:
+        logger.warning("Shutdown: gave up %s after %g s", what, seconds)
+    except Exception as exc:
+        logger.warning("Shutdown: %s failed: %s", what, str(exc).strip() or repr(exc))
+
+
+def _exit_deadline_arm() -> None:
+    """Exit the process `EXIT_DEADLINE_SECONDS` from now if it has not exited by then: a thread
+    stuck in a database call would otherwise keep the interpreter from ending (it joins them)."""
+
+    def exit_now() -> None:
+        logger.warning("Shutdown did not finish within %g s (a database call hangs?): exiting", EXIT_DEADLINE_SECONDS)
+        logging.shutdown()
+        os._exit(1)
+
+    timer = threading.Timer(EXIT_DEADLINE_SECONDS, exit_now)
+    timer.daemon = True
+    timer.start()
 
 
 class HermesCommandLine(CommandLineInterface):

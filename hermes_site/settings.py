@@ -130,6 +130,8 @@ TEMPLATES = [
 _SQLITE_OPTIONS = {
     "transaction_mode": "IMMEDIATE",
     "timeout": 20,
+    # NORMAL: commits are not synced, except each turn's end, which syncs the WAL with everything
+    # before it (agent/services.py, `_synced`).
     "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
 }
 

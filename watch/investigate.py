@@ -197,6 +197,9 @@ async def investigation_run(
         logger.warning("Investigation %s not started: %s", investigation_id, exc.message)
         await database_sync_to_async(services.investigation_skip)(investigation_id=investigation_id, reason=exc.code)
         return None
+    await database_sync_to_async(services.investigation_turn_started)(
+        investigation_id=investigation_id, turn_id=handle.turn_id
+    )
     logger.info(
         "Investigation %s started turn %s (%.0f ms after the claim)",
         investigation_id,
@@ -205,8 +208,13 @@ async def investigation_run(
     )
     await turn_registry().turn_follow(handle)
     await handle.wait()
-    escalation = await database_sync_to_async(escalation_build)(turn_id=handle.turn_id)
+    await investigation_escalate(investigation_id=investigation_id, turn_id=handle.turn_id)
+    return handle.turn_id
+
+
+async def investigation_escalate(*, investigation_id: int, turn_id: uuid.UUID) -> None:
+    """Store the escalation of the investigation's ended turn."""
+    escalation = await database_sync_to_async(escalation_build)(turn_id=turn_id)
     await database_sync_to_async(services.investigation_escalate)(
         investigation_id=investigation_id, escalation=escalation
     )
-    return handle.turn_id

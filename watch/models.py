@@ -21,6 +21,8 @@ class Investigation(models.Model):
         OPEN = "open"  # the turn is running, or ran and nothing said it is over
         RESOLVED = "resolved"  # Oikos said the signal resolved / the entity is healthy again
         SKIPPED = "skipped"  # recorded without a model call (`skipped_reason` says why)
+        # Its turn was cut off (or never started: its watcher stopped) and so was its retry.
+        INTERRUPTED = "interrupted"
 
     session = models.OneToOneField(
         AgentSession, on_delete=models.SET_NULL, null=True, blank=True, related_name="investigation"
@@ -30,7 +32,7 @@ class Investigation(models.Model):
     kind = RedactedCharField(max_length=100)
     severity = RedactedCharField(max_length=20, blank=True)
     title = RedactedCharField(max_length=200)
-    state = models.CharField(max_length=10, choices=State.choices, default=State.OPEN)
+    state = models.CharField(max_length=12, choices=State.choices, default=State.OPEN)
     # Generic on purpose: "budget", "hourly_cap", ... — whatever kept the model from being called.
     skipped_reason = models.CharField(max_length=40, blank=True)
     # A storm investigation summarises the events past the hourly cap instead of one each.
@@ -44,6 +46,12 @@ class Investigation(models.Model):
     # {"summary", "impact", "evidence": [{"tool", "correlation_id", ...}], "likely_cause",
     #  "next_step", "approvals": [...]} — filled when the investigation turn ends.
     escalation = RedactedJSONField(default=dict, blank=True)
+    # The watcher process running it (`Instance.id`) and the turn it started, so that a watcher
+    # starting can tell one whose watcher died (its turn interrupted, or never started) from one
+    # still running (`watch.services.investigations_recover`); `attempts` counts its runs.
+    owner = models.UUIDField(null=True, blank=True)
+    turn_id = models.UUIDField(null=True, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=1)
     opened_at = models.DateTimeField(auto_now_add=True)
     last_fired_at = models.DateTimeField(auto_now_add=True)
     resolved_at = models.DateTimeField(null=True, blank=True)

@@ -13,11 +13,14 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Max
 from django.utils import timezone
 
-from agent.models import AgentSession
+from agent import presence
+from agent import services as agent_services
+from agent.models import AgentSession, Turn
 from agent.redaction import redact
 from watch.models import Investigation, WatchedEvent
 from watch.policy import Trigger, TriggerPolicy
@@ -101,14 +104,22 @@ def event_claim(
         if connection.vendor == "postgresql":
             with connection.cursor() as cursor:
                 cursor.execute("SELECT pg_advisory_xact_lock(%s)", [DECISION_LOCK_KEY])
-        claim = _decide(row=row, trigger=trigger, event_type=event_type, policy=policy, now=now)
+        claim = _decide(row=row, trigger=trigger, event_type=event_type, policy=policy, now=now, watcher=watcher)
         row.outcome = claim.outcome
         row.investigation_id = claim.investigation_id
         row.save(update_fields=["outcome", "investigation"])
         return claim
 
 
-def _decide(*, row: WatchedEvent, trigger: Trigger, event_type: str, policy: TriggerPolicy, now: datetime) -> Claim:
+def _decide(
+    *,
+    row: WatchedEvent,
+    trigger: Trigger,
+    event_type: str,
+    policy: TriggerPolicy,
+    now: datetime,
+    watcher: uuid.UUID | None = None,
+) -> Claim:
     same = Investigation.objects.filter(entity=trigger.entity, storm=False, state=Investigation.State.OPEN)
     if trigger.action == "resolve":
         # `signal.resolved` closes its kind; health back to healthy closes everything on the entity.
@@ -146,8 +157,10 @@ def _decide(*, row: WatchedEvent, trigger: Trigger, event_type: str, policy: Tri
             storm.save(update_fields=["storm_events"])
             return Claim(outcome=WatchedEvent.Outcome.SUPPRESSED, investigation_id=storm.pk)
         title = f"Event storm: more than {policy.hourly_cap} investigations within an hour"
-        return _open(title=title, trigger=trigger, event=event, now=now, storm=True, storm_events=[brief])
-    return _open(title=_title(trigger, event_type), trigger=trigger, event=event, now=now)
+        return _open(
+            title=title, trigger=trigger, event=event, now=now, storm=True, storm_events=[brief], watcher=watcher
+        )
+    return _open(title=_title(trigger, event_type), trigger=trigger, event=event, now=now, watcher=watcher)
 
 
 def _open(
@@ -158,6 +171,7 @@ def _open(
     now: datetime,
     storm: bool = False,
     storm_events: list[dict[str, Any]] | None = None,
+    watcher: uuid.UUID | None = None,
 ) -> Claim:
     session = AgentSession.objects.create(actor=ACTOR, origin=ORIGIN, title=title)
     investigation = Investigation.objects.create(
@@ -170,6 +184,7 @@ def _open(
         first_event_id=str(event["id"]),
         event=event,
         storm_events=storm_events or [],
+        owner=watcher,
     )
     return Claim(
         outcome=WatchedEvent.Outcome.OPENED,
@@ -190,3 +205,105 @@ def investigation_skip(*, investigation_id: int, reason: str) -> None:
     Investigation.objects.filter(pk=investigation_id).update(
         state=Investigation.State.SKIPPED, skipped_reason=reason[:40]
     )
+
+
+def investigation_turn_started(*, investigation_id: int, turn_id: uuid.UUID) -> None:
+    """Record the turn running the investigation (`investigations_recover` looks at it)."""
+    Investigation.objects.filter(pk=investigation_id).update(turn_id=turn_id)
+
+
+# An investigation is run at most this many times: its first run, and one retry after its watcher stopped.
+INVESTIGATION_RUNS = 2
+# Only investigations opened this recently are looked at when a watcher starts.
+RECOVERY_WINDOW = timedelta(days=2)
+
+
+@dataclass(frozen=True)
+class Recovery:
+    """What `investigations_recover` found: investigations to run again, and those given up."""
+
+    retry: list[int]
+    given_up: list[int]
+    # Ended turns whose escalation was never stored (their watcher stopped just after): stored now.
+    escalate: list[tuple[int, uuid.UUID]]
+
+
+def investigations_recover(*, watcher: uuid.UUID | None = None, now: datetime | None = None) -> Recovery:
+    """Find the open investigations whose watcher stopped before they finished: their turn was
+    interrupted, or it never started and their watcher is gone. Each is claimed for one more run
+    by this watcher (`retry`; a conditional update, so of two watchers starting together one
+    wins), or, run twice already, marked `interrupted` (`given_up`), which its page says.
+
+    Turns that ended without their escalation stored are returned to be escalated (`escalate`).
+    Investigations of a watcher still alive are left alone, whatever their state.
+    """
+    now = now or timezone.now()
+    me = watcher or presence.presence_current().instance_id
+    candidates = list(
+        Investigation.objects.filter(state=Investigation.State.OPEN, opened_at__gte=now - RECOVERY_WINDOW).exclude(
+            session__isnull=True
+        )
+    )
+    if not candidates:
+        return Recovery(retry=[], given_up=[], escalate=[])
+    turns = _investigation_turns(candidates)
+    # A turn whose watcher died is `running` until someone looks: this is someone.
+    running = any(status == Turn.Status.RUNNING for _turn, status in turns.values())
+    if running and agent_services.turns_interrupt_orphaned():
+        turns = _investigation_turns(candidates)
+    owners = {row.owner for row in candidates if row.owner is not None and row.owner != me}
+    gone, undecided = presence.owners_gone(owners)
+    stale = now - timedelta(seconds=settings.HERMES_TURN_STALE_SECONDS)
+    retry: list[int] = []
+    given_up: list[int] = []
+    escalate: list[tuple[int, uuid.UUID]] = []
+    for row in candidates:
+        turn = turns.get(row.pk)
+        finished = bool(row.escalation) and row.escalation.get("turn_status") != Turn.Status.INTERRUPTED
+        if finished:
+            continue
+        if turn is not None:
+            turn_id, status = turn
+            if status == Turn.Status.RUNNING:
+                continue
+            if status != Turn.Status.INTERRUPTED:
+                if not row.escalation:
+                    escalate.append((row.pk, turn_id))
+                continue
+        elif row.owner == me or row.owner in undecided or (row.owner is not None and row.owner not in gone):
+            # Not started yet by a watcher that lives (a storm gathering, a turn about to start).
+            continue
+        elif row.owner is None and row.opened_at > stale:
+            continue
+        if row.attempts >= INVESTIGATION_RUNS:
+            if Investigation.objects.filter(pk=row.pk, state=Investigation.State.OPEN).update(
+                state=Investigation.State.INTERRUPTED
+            ):
+                given_up.append(row.pk)
+        elif Investigation.objects.filter(pk=row.pk, state=Investigation.State.OPEN, attempts=row.attempts).update(
+            attempts=row.attempts + 1, owner=me, turn_id=None, escalation={}
+        ):
+            retry.append(row.pk)
+    return Recovery(retry=retry, given_up=given_up, escalate=escalate)
+
+
+def _investigation_turns(rows: list[Investigation]) -> dict[int, tuple[uuid.UUID, str]]:
+    """Each investigation's turn (id, status): the one it recorded, else its session's latest by
+    Hermes (investigations opened before turns were recorded on them)."""
+    recorded = {row.turn_id for row in rows if row.turn_id is not None}
+    statuses = dict(Turn.objects.filter(pk__in=recorded).values_list("id", "status"))
+    unrecorded = {row.session_id for row in rows if row.turn_id is None and row.attempts <= 1}
+    latest: dict[uuid.UUID, tuple[uuid.UUID, str]] = {}
+    for session_id, turn_id, status in (
+        Turn.objects.filter(session_id__in=unrecorded, actor=ACTOR)
+        .order_by("started_at")
+        .values_list("session_id", "id", "status")
+    ):
+        latest[session_id] = (turn_id, status)
+    found: dict[int, tuple[uuid.UUID, str]] = {}
+    for row in rows:
+        if row.turn_id is not None and row.turn_id in statuses:
+            found[row.pk] = (row.turn_id, statuses[row.turn_id])
+        elif row.turn_id is None and row.session_id in latest:
+            found[row.pk] = latest[row.session_id]
+    return found

@@ -17,7 +17,9 @@ before it. "Raised before" compares the event's `at` with this host's clock. Onc
 stored, every event after it is handled, however old: it happened while the watchers were down.
 
 Investigations run as tasks of the watcher's event loop, on the process's shared tool hub; the
-stream is not held up while a turn runs.
+stream is not held up while a turn runs. Each time it (re)connects, a watcher first takes over the
+investigations a stopped watcher left unfinished (`services.investigations_recover`): each is run
+once more, or, already retried, marked `interrupted`, so no page says "investigating…" forever.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from django.utils.dateparse import parse_datetime
 from agent.tools.hub import ToolHub
 from controlroom.oikos import OikosClient, OikosError, OikosEvent
 from watch import services
-from watch.investigate import investigation_run
+from watch.investigate import investigation_escalate, investigation_run
 from watch.policy import TriggerPolicy
 
 logger = logging.getLogger(__name__)
@@ -99,6 +101,7 @@ class Watcher:
         delay = RETRY_FIRST_SECONDS
         while True:
             try:
+                await self.recover()
                 cursor = await database_sync_to_async(services.watch_cursor)()
                 if not cursor and self.backlog_before is None:
                     self.backlog_before = self._history_ends()
@@ -120,6 +123,23 @@ class Watcher:
             await asyncio.sleep(delay)
             delay = min(delay * 2, RETRY_MAX_SECONDS)
 
+    async def recover(self) -> services.Recovery:
+        """Run again (or give up on) the investigations stopped watchers left unfinished."""
+        found = await database_sync_to_async(services.investigations_recover)(watcher=self.instance)
+        for investigation_id in found.given_up:
+            logger.warning("Investigation %s was interrupted twice: marked interrupted", investigation_id)
+        for investigation_id, turn_id in found.escalate:
+            await investigation_escalate(investigation_id=investigation_id, turn_id=turn_id)
+        for investigation_id in found.retry:
+            logger.info("Investigation %s was left unfinished by a stopped watcher: running it again", investigation_id)
+            self._start(services.Claim(outcome="recovered", investigation_id=investigation_id, start=True))
+        return found
+
+    def _start(self, claim: services.Claim) -> None:
+        task = asyncio.get_running_loop().create_task(self._investigate(claim))
+        self.investigations.add(task)
+        task.add_done_callback(self.investigations.discard)
+
     async def event_handle(self, event: OikosEvent) -> services.Claim | None:
         self.stats.events_seen += 1
         self.stats.last_event_id, self.stats.last_event_at = event.id, event.at
@@ -140,9 +160,7 @@ class Watcher:
         self.stats.claimed += 1
         self.stats.outcomes[claim.outcome] = self.stats.outcomes.get(claim.outcome, 0) + 1
         if claim.start and claim.investigation_id is not None:
-            task = asyncio.get_running_loop().create_task(self._investigate(claim))
-            self.investigations.add(task)
-            task.add_done_callback(self.investigations.discard)
+            self._start(claim)
         return claim
 
     def _history_ends(self) -> datetime:

@@ -41,6 +41,13 @@ from agent.engine.history import (
 )
 from agent.engine.model_stream import AttemptFailed, TimeLimitReached, model_stream
 from agent.engine.prompt import unreachable_note
+from agent.engine.storage import (
+    FENCED_MESSAGE,
+    STORAGE_ERROR,
+    end_write_retried,
+    storage_failure,
+    storage_failure_text,
+)
 from agent.engine.thinking import ThinkingSettings, thinking_params, thinking_settled_strip
 from agent.engine.truncation import tool_result_bound
 from agent.llm import LLMFailure, llm_retry_delay
@@ -196,6 +203,10 @@ class TurnLoop:
         )
         # Who may cause an action from this turn: confirmations and proposals (`agent.engine.actions`).
         self.actions = ActionGate(state=state, elicitor=self.elicitor, oikos_server=oikos_server_name())
+        # Set when a write found the turn no longer this process's (`services.TurnFenced`): it then
+        # writes nothing more.
+        self.fenced = False
+        self._task: asyncio.Task[Any] | None = None
         # Per tool_use id: its `started` ledger row (id, tool), until its call begins.
         self._ledger_started: dict[str, tuple[int, str]] = {}
         # Outcomes of tool calls that answered, written to the ledger with the next stored message.
@@ -229,30 +240,93 @@ class TurnLoop:
         metrics.turn_started()
         log_event(logger, "turn.started", actor=self.state.actor, model=self.model, messages=len(self.state.messages))
         if self.stop_requested:
-            await _to_the_end(self._stop_ending())
+            await self._end(self._stop_ending())
             return
+        self._task = asyncio.current_task()
         heartbeat = asyncio.create_task(self._heartbeat())
         ending: Coroutine[Any, Any, None]
         try:
             stop_reason = await self._loop()
         except asyncio.CancelledError:
             ending = self._stop_ending()
+        except services.TurnFenced:
+            ending = self._fenced_ending()
         except ToolsUnavailable as refused:
             ending = self._finish(Turn.Status.ERROR, "tools_unavailable", error=str(refused), code="tools_unavailable")
         except ModelCallFailed as failure:
             ending = self._failed(failure)
         except Exception as exc:  # a bug must end the turn visibly, not leave it running
-            # Logged here, in the turn's context: re-raised, it would only surface as "Task exception
-            # was never retrieved" whenever the task is collected, under whichever turn runs then.
-            logger.exception("turn.crashed", extra={"event": "turn.crashed", "fields": {}})
-            ending = self._finish(Turn.Status.ERROR, "error", error=f"{exc.__class__.__name__}: {exc}", code="error")
+            ending = self._storage_failed(exc) if storage_failure(exc) else self._crashed(exc)
         else:
             ending = self._finish(Turn.Status.DONE, stop_reason)
         finally:
             heartbeat.cancel()
-        await _to_the_end(ending)
+        await self._end(ending)
+
+    async def _end(self, ending: Coroutine[Any, Any, None]) -> None:
+        """Run the turn's ending; one whose writes fail ends anyway, with `error` and `done` said."""
+        try:
+            await _to_the_end(ending)
+        except services.TurnFenced:
+            await _to_the_end(self._fenced_ending())
+        except Exception as exc:
+            if not storage_failure(exc):
+                logger.exception("turn.ending_failed", extra={"event": "turn.ending_failed", "fields": {}})
+            await _to_the_end(self._storage_failed(exc))
+
+    def _crashed(self, exc: Exception) -> Coroutine[Any, Any, None]:
+        # Logged here, in the turn's context: re-raised, it would only surface as "Task exception
+        # was never retrieved" whenever the task is collected, under whichever turn runs then.
+        logger.exception("turn.crashed", extra={"event": "turn.crashed", "fields": {}})
+        return self._finish(Turn.Status.ERROR, "error", error=f"{exc.__class__.__name__}: {exc}", code="error")
+
+    async def _fenced_ending(self) -> None:
+        """Another process declared this turn interrupted: say so, and store nothing more."""
+        self.fenced = True
+        log_event(logger, "turn.fenced", level=logging.WARNING)
+        metrics.turn_finished(Turn.Status.INTERRUPTED, stop_reason="interrupted", duration_seconds=self._duration())
+        self._last_answer = None
+        self._end_emit(Turn.Status.INTERRUPTED, "interrupted", error=FENCED_MESSAGE, code="interrupted")
+
+    async def _storage_failed(self, exc: BaseException) -> None:
+        """A write failed: the turn's end is written once, its followers told (`error`, `done`), and
+        an end that could not be written is tried again a bounded number of times."""
+        error = redact(storage_failure_text(exc))
+        log_event(logger, "turn.storage_failed", level=logging.WARNING, error=error)
+        metrics.turn_finished(Turn.Status.ERROR, stop_reason=STORAGE_ERROR, duration_seconds=self._duration())
+        await self._writes_settle(quiet=True)
+        ended, self._ledger_ended = self._ledger_ended, []
+        self._ledger_started = {}
+
+        async def end_write() -> None:
+            await db_call(
+                services.turn_finish,
+                turn_id=self.state.turn_id,
+                status=Turn.Status.ERROR,
+                stop_reason=STORAGE_ERROR,
+                iterations=self.state.iterations,
+                usage=dict(self.state.usage),
+                model=self.model,
+                error=error,
+                ended=ended,
+            )
+
+        # Once before `done`, so a client that asks again at once finds the session free; then,
+        # with the database still failing, again after `done`, which must not wait on it.
+        stored = await end_write_retried(end_write, delays=())
+        self._end_emit(Turn.Status.ERROR, STORAGE_ERROR, error=error, code=STORAGE_ERROR)
+        if not stored:
+            await end_write_retried(end_write)
+
+    def _started_ids(self) -> set[int]:
+        return {activity_id for activity_id, _tool in self._ledger_started.values()}
+
+    def _duration(self) -> float:
+        return time.monotonic() - self.clock_start
 
     def _stop_ending(self) -> Coroutine[Any, Any, None]:
+        if self.fenced:
+            return self._fenced_ending()
         if self.interrupted_by:
             return self._stopped(Turn.Status.INTERRUPTED, "interrupted", self.interrupted_by)
         return self._stopped(Turn.Status.CANCELLED, "cancelled", self.cancelled_by)
@@ -803,21 +877,30 @@ class TurnLoop:
                 unknown=True,
             )
             ended.append(_activity_end(activity_id, unknown))
+        # With them, the outcomes of calls that answered after the last stored message (a turn
+        # ending on an error): one write, refused whole if the turn is no longer this process's.
+        try:
+            await db_call(
+                services.turn_finish,
+                turn_id=self.state.turn_id,
+                status=status,
+                stop_reason=stop_reason,
+                iterations=self.state.iterations,
+                usage=dict(self.state.usage),
+                model=self.model,
+                error=error,
+                last=self._last_answer,
+                ended=ended,
+            )
+        except Exception:
+            # Written with the end the ending after a failure tries (`_storage_failed`).
+            self._ledger_ended[:0] = [end for end in ended if end.activity_id not in self._started_ids()]
+            raise
         self._ledger_started = {}
-        for end in ended:  # calls that answered after the last stored message (a turn ending on an error)
-            await db_call(services.activity_finish, **dataclasses.asdict(end))
-        await db_call(
-            services.turn_finish,
-            turn_id=self.state.turn_id,
-            status=status,
-            stop_reason=stop_reason,
-            iterations=self.state.iterations,
-            usage=dict(self.state.usage),
-            model=self.model,
-            error=error,
-            last=self._last_answer,
-        )
         self._last_answer = None
+        self._end_emit(status, stop_reason, error=error, code=code)
+
+    def _end_emit(self, status: str, stop_reason: str, *, error: str, code: str) -> None:
         if code:
             self.emit(Error(code=code, message=error))
         self.emit(
@@ -834,9 +917,22 @@ class TurnLoop:
         )
 
     async def _heartbeat(self) -> None:
+        """Touch the turn while it runs; one found fenced stops the turn (it may be waiting on a
+        model or a tool, with no write of its own due for minutes)."""
         while True:
             await asyncio.sleep(HEARTBEAT_SECONDS)
-            await db_call(services.turn_heartbeat, turn_id=self.state.turn_id)
+            try:
+                await db_call(services.turn_heartbeat, turn_id=self.state.turn_id)
+            except services.TurnFenced:
+                self.fenced = True
+                if self._task is not None:
+                    self._task.cancel()
+                return
+            except Exception as exc:
+                # The turn's next real write fails the turn if the database is still failing then.
+                if not storage_failure(exc):
+                    raise
+                log_event(logger, "turn.heartbeat_failed", level=logging.WARNING, error=storage_failure_text(exc))
 
 
 async def _to_the_end(ending: Coroutine[Any, Any, None]) -> None:

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import contextvars
 import dataclasses
+import logging
 import uuid
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
@@ -34,6 +35,8 @@ from agent.tools.hub import ToolHub, tool_hub
 from agent.tools.outcomes import CUTOFF_INTERRUPTED, cutoff_cancelled
 from agent.tools.provenance import origin_capability
 
+logger = logging.getLogger("agent.engine")
+
 
 class TurnRejected(Exception):
     """The turn could not start; nothing was stored. `code` is stable for clients."""
@@ -52,6 +55,8 @@ _running: dict[uuid.UUID, TurnHandle] = {}
 _shutting_down = False
 
 SHUTDOWN_MESSAGE = "Hermes is restarting: ask again in a moment."
+# How long marking the turns that did not end in time may take at shutdown.
+LATE_WRITE_SECONDS = 1.0
 
 
 @dataclass
@@ -341,5 +346,10 @@ async def turns_shutdown(*, reason: str = "Hermes was stopped while answering.",
         await asyncio.wait(tasks, timeout=grace)
     late = [handle.turn_id for handle in handles if handle.task is not None and not handle.task.done()]
     if late:
-        await db_call(services.turns_interrupt, turn_ids=late, error=reason)
+        # Bounded, and its failure only logged: a database that is gone must not hold the shutdown
+        # up (the process's next start, or the next question, interrupts these turns anyway).
+        try:
+            await asyncio.wait_for(db_call(services.turns_interrupt, turn_ids=late, error=reason), LATE_WRITE_SECONDS)
+        except Exception as exc:
+            logger.warning("Could not mark %d turn(s) interrupted at shutdown: %s", len(late), exc)
     return len(handles)
