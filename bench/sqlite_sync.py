@@ -63,7 +63,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2, help="tool rounds per turn")
     parser.add_argument("--dir", type=Path, default=Path(__file__).resolve().parents[1])
     args = parser.parse_args()
-    results = {}
+    results: dict[str, list[float]] = {}
     # Alternating, twice each, so a change in the machine's load hits all alike.
     for mode in ("NORMAL", "FULL", MIXED) * 2:
         results.setdefault(mode, []).extend(measure(args.dir, mode, args.turns, args.rounds))
