@@ -5,10 +5,11 @@ is decided only through Oikos's REST API, with a deciding operator named, from t
 This is the second lock, on Hermes's side, an explicit policy per server:
 
 - **The Oikos server** (the one named by `HERMES_OIKOS_SERVER`) is held to an *allowlist*: the 28
-  tools of the Oikos contract (DESIGN §7), which we know to be reads plus `request_execution`. A
-  tool outside that surface is offered only when Oikos annotates it `readOnlyHint` (a newer Oikos's
-  new reads keep working) or the server's `tools.allow` names it. So an approval or decision tool
-  Oikos might add is not offered, whatever it is called — no list of words to outguess.
+  tools of the Oikos contract (`OIKOS_TOOLS` below, kept equal to `oikos_sim`'s), which we know to
+  be reads plus `request_execution`. A tool outside that surface is offered only when Oikos
+  annotates it `readOnlyHint` (a newer Oikos's new reads keep working) or the server's
+  `tools.allow` names it. So an approval or decision tool Oikos might add is not offered, whatever
+  it is called — no list of words to outguess.
 - **Every other server's** tools are never taken for decision tools, whatever their names: no other
   server can decide an Oikos approval, and only Oikos's `request_execution` raises an approval card
   (`agent.engine.approvals`). What keeps another server's *writes* from turns nobody at Hermes
