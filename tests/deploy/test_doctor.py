@@ -70,7 +70,8 @@ def test_a_healthy_setup_prints_every_row_ok_and_exits_0(env: dict[str, str], mc
     assert set(statuses.values()) == {"OK"}
     details = run.stdout
     assert "connected, migrations applied" in details
-    assert f"{mcp_http_server.url}: 10 tools" in details
+    # The mini Oikos's ten tools but `fail`, which is not in the Oikos contract (`agent.tools.policy`).
+    assert f"{mcp_http_server.url}: 9 tools" in details
     assert "/api/v1/health: HTTP 200" in details
     assert "model claude-sonnet-5 accepted" in details
     assert run.stdout.rstrip().endswith("Everything checked is working.")
