@@ -29,6 +29,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
+from agent.logs import log_event
+
 logger = logging.getLogger(__name__)
 
 # The Oikos contract's MCP surface (DESIGN §7); `tests/agent/test_tool_policy.py` keeps it equal to
@@ -117,4 +119,4 @@ def tool_withheld_report(server: str, tool: str, reason: str) -> None:
     """Say once per process why a server's tool is missing from Hermes's list."""
     if (server, tool) not in _reported:
         _reported.add((server, tool))
-        logger.warning("MCP server %s offers %s: Hermes never offers it, because %s", server, tool, reason)
+        log_event(logger, "mcp.tool_withheld", level=logging.WARNING, server=server, tool=tool, reason=reason)
