@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 from collections.abc import Awaitable, Callable
 
-import psycopg
 from django import db
 
 from agent.services import TurnFenced
@@ -36,7 +36,12 @@ END_WRITE_DELAYS = (0.5, 1.0, 2.0, 4.0)
 
 def storage_failure(exc: BaseException) -> bool:
     """Whether `exc` is the database failing (unreachable, full, read-only…), not a bug of the turn."""
-    return isinstance(exc, db.Error | psycopg.Error)
+    if isinstance(exc, db.Error):
+        return True
+    # The pool raises psycopg's own errors, unwrapped. psycopg is loaded only where PostgreSQL is used
+    # (`ask` on SQLite must not pay for it): where it is not loaded, none of its errors can arise.
+    psycopg = sys.modules.get("psycopg")
+    return psycopg is not None and isinstance(exc, psycopg.Error)
 
 
 def storage_failure_text(exc: BaseException) -> str:

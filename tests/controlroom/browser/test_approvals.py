@@ -25,7 +25,8 @@ def test_restart_of_a_low_risk_target_shows_in_the_rail_until_completed(page: Wa
 
     turn = last_turn(browser_page)
     expect(turn.locator("details.chip .chip-tool")).to_have_text("request_execution")
-    execution = browser_page.locator("#rail .execution", has_text="service:caddy")
+    # Earlier tests may have left other executions on caddy in the shared simulator.
+    execution = browser_page.locator("#rail .execution", has_text="restart service:caddy")
     expect(execution).to_be_visible()
     expect(execution.locator(".exec-status")).to_have_text("completed")
     wait_done(turn)
