@@ -43,7 +43,7 @@ _SESSION_CONTEXT = Update(AgentSession, ["context_tokens", "context_window"], wh
 _SESSION_ACTIVE_CONTEXT = Update(AgentSession, ["last_active_at", "context_tokens", "context_window"], where=["id"])
 _TURN_NEW = Insert(Turn, ["session_id", "actor", "model", "owner", "started_at", "heartbeat_at", "tokens_reserved"])
 # Every write of a running turn is conditional on the turn still being this process's running one
-# (`_turn_fence`): one another process declared interrupted writes nothing more.
+# (`_fenced_run`): one another process declared interrupted writes nothing more.
 _TURN_HEARTBEAT = Update(Turn, ["heartbeat_at"], where=["id", "status", "owner"])
 _TURN_PROGRESS = Update(
     Turn, ["iterations", "usage", "heartbeat_at", "tokens_total", "cost_usd"], where=["id", "status", "owner"]
