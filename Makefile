@@ -22,4 +22,5 @@ test: setup
 lint: setup
 	.venv/bin/ruff check .
 	.venv/bin/ruff format --check .
-	.venv/bin/mypy agent hermes_site oikos_sim controlroom interop access watch matrix tests bench
+	.venv/bin/lint-imports
+	.venv/bin/mypy common access agent oikos transcript api controlroom watch matrix interop hermes_site oikos_sim tests bench

@@ -35,7 +35,7 @@ from access.identity import (
 )
 from access.refusals import database_refusal_response, refusal_note, refusal_response
 from access.users import operator_user_sync
-from agent.db import db_request_call
+from common.db import db_request_call
 
 GetResponse = Callable[[HttpRequest], Any]
 

@@ -3,7 +3,7 @@
 Anyone who can reach Hermes can send it malformed input, and each refusal is worth a line in the log
 — but not a traceback, and not without bound: a 229-byte malformed JSON-RPC request used to write
 a kilobyte of the A2A SDK's traceback, a foreign `Host` two of Django's, so a client without any
-token could fill the disk. `RefusalLogFilter` sits on the console handler (`agent.logs.logging_config`)
+token could fill the disk. `RefusalLogFilter` sits on the console handler (`common.logs.logging_config`)
 and, for the loggers that report refused input, does two things:
 
 - a record carrying an exception becomes one line, `message: ExceptionType: text`, unless the log

@@ -62,7 +62,7 @@ def database_refusal_response(exc: OperationalError) -> JsonResponse:
     # Imported here: only PostgreSQL deployments have a pool, and SQLite ones need not load it.
     from psycopg_pool import PoolTimeout
 
-    from hermes_site.database import pool_connect_failure
+    from common.database import pool_connect_failure
 
     if isinstance(exc.__cause__, PoolTimeout):
         failure = pool_connect_failure()

@@ -330,7 +330,7 @@ def turn_admit(
     (0 when no budget applies). Raises `BudgetRefused`.
 
     Call it inside the transaction that stores the turn with `tokens_reserved` set to the hold
-    (agent/services.py `turn_begin`): the lock taken here lasts until that commit, so the next
+    (agent/store/ `turn_begin`): the lock taken here lasts until that commit, so the next
     admission counts this turn's hold.
     """
     if not budget_limited(kind, peer):

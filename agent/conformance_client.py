@@ -32,8 +32,8 @@ import httpx2
 from mcp.shared.auth import AuthorizationCodeResult
 
 if TYPE_CHECKING:
+    from agent.elicitation.types import ElicitationAnswer, ElicitationAsk
     from agent.tools.config import ServerConfig
-    from agent.tools.elicitation import ElicitationAnswer, ElicitationAsk
 
 # Where the headless browser says the authorization server should send it back; never opened.
 REDIRECT_URI = "http://localhost:3000/callback"
@@ -45,7 +45,7 @@ CLIENT_METADATA_URL = "https://conformance-test.local/client-metadata.json"
 
 async def answer_with_defaults(ask: ElicitationAsk) -> ElicitationAnswer:
     """Accept with the schema's defaults; decline what cannot be answered without a person."""
-    from agent.tools.elicitation import ElicitationAnswer, ElicitContentError, elicit_content_validate
+    from agent.elicitation.types import ElicitationAnswer, ElicitContentError, elicit_content_validate
 
     if ask.schema_error:
         return ElicitationAnswer(action="decline", reason=ask.schema_error)

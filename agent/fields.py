@@ -4,7 +4,7 @@ Every column that holds text from outside Hermes — a peer's message, a tool's 
 a model's content, an error, a session's title, an Oikos event — is one of these (every other text
 column is named with a reason in tests/security/test_stored_redaction.py), so no write path can
 store a secret raw: `create()`, `save()` and `QuerySet.update()` all pass the value through
-`get_prep_value`, which applies `agent.redaction.redact_value` (the same function the logs, the
+`get_prep_value`, which applies `common.redaction.redact_value` (the same function the logs, the
 model requests and the tool hub use). Callers that echo what they stored (GarraIA's task JSON,
 the admin, `/ui/ledger/`) read the redacted value back.
 
@@ -19,7 +19,7 @@ from typing import Any
 
 from django.db import models
 
-from agent.redaction import redact_value
+from common.redaction import redact_value
 
 
 class RedactedCharField(models.CharField):

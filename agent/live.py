@@ -23,7 +23,7 @@ What travels through the layer, and why:
   one process that can cancel the task, and a socket that (re)connects mid-turn gets the turn so
   far from it.
 - `elicitation.answered` to `turn_group(turn)`: an operator answered an MCP server's question of
-  that turn (stored first); the owner wakes the engine waiting for it (`agent.elicitations`).
+  that turn (stored first); the owner wakes the engine waiting for it (`agent.elicitation.store`).
 - `sessions.changed` to `SESSIONS_GROUP` when a turn starts and when it ends, for session lists.
 - `turn.state`, sent straight to the asking consumer's channel: `{turn_id, seq, start, events}`,
   the turn's events up to `seq` with text merged per block.
@@ -49,11 +49,11 @@ from typing import Any
 from channels.layers import BaseChannelLayer, InMemoryChannelLayer, get_channel_layer
 from django.utils import timezone
 
-from agent import selectors, services
-from agent.db import db_call
-from agent.elicitations import elicitation_wake
-from agent.engine.events import Done, Event, TextDelta, ThinkingDelta
+from agent import presence, selectors
+from agent.conversation.events import Done, Event, TextDelta, ThinkingDelta
+from agent.elicitation.store import elicitation_wake
 from agent.engine.runner import TurnHandle
+from common.db import db_call
 
 logger = logging.getLogger(__name__)
 
@@ -189,7 +189,7 @@ class TurnRegistry:
         A turn whose process is gone would never hear it: it is ended here instead, `interrupted`,
         and True is returned (False: the stop is on its way to the owner).
         """
-        ended = await db_call(services.turns_interrupt_orphaned)
+        ended = await db_call(presence.turns_interrupt_orphaned)
         await turns_interrupted_publish(ended)
         if turn_id in ended:
             return True
@@ -524,7 +524,7 @@ ORPHAN_END_SEQ = 2**31
 
 async def turns_interrupted_publish(turn_ids: list[uuid.UUID]) -> None:
     """Tell the pages following these turns that they ended: their owners are gone, so no pump
-    will. Called by whoever interrupted them (`services.turns_interrupt_orphaned`)."""
+    will. Called by whoever interrupted them (`presence.turns_interrupt_orphaned`)."""
     if not turn_ids:
         return
     layer = get_channel_layer()

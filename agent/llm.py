@@ -28,8 +28,8 @@ import httpx2
 from anthropic.lib.streaming import _messages as sdk_message_stream
 from django.conf import settings
 
-from agent.keepalive import KEEPALIVE_SECONDS
-from agent.redaction import redact
+from common.keepalive import KEEPALIVE_SECONDS
+from common.redaction import redact
 
 NOT_CONFIGURED_MESSAGE = (
     "No language model is configured. Set ANTHROPIC_API_KEY to use Anthropic's API, "

@@ -202,7 +202,7 @@ class Activity(models.Model):
     tool = models.CharField(max_length=200)
     arguments = RedactedJSONField(default=dict)
     # The result as the tool returned it, stored once and capped at HERMES_LEDGER_RESULT_MAX_BYTES
-    # (`agent.tools.results.tool_result_record`); `{}` while the call is in flight.
+    # (`agent.conversation.results.tool_result_record`); `{}` while the call is in flight.
     result = RedactedJSONField(default=dict)
     state = models.CharField(max_length=10, choices=State.choices, default=State.OK)
     is_error = models.BooleanField(default=False)
@@ -254,7 +254,7 @@ class Elicitation(models.Model):
     """A question an MCP server asked during a tool call (MCP elicitation), and its answer.
 
     Kept while it waits so any page (any process, after a reload) can show and answer it; the
-    engine of the turn that caused it waits for the answer (`agent.elicitations`). The request and
+    engine of the turn that caused it waits for the answer (`agent.elicitation.store`). The request and
     the answer are also in the ledger (`activity`), under the turn's correlation id.
     """
 
@@ -276,7 +276,7 @@ class Elicitation(models.Model):
     tool = models.CharField(max_length=200, blank=True)
     message = RedactedTextField()
     requested_schema = RedactedJSONField(default=dict)
-    # The schema's fields as Hermes parsed them (`agent.tools.elicitation.ElicitField.to_dict`).
+    # The schema's fields as Hermes parsed them (`agent.elicitation.types.ElicitField.to_dict`).
     fields = RedactedJSONField(default=list)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
     content = RedactedJSONField(null=True, blank=True)

@@ -23,7 +23,7 @@ A database blip closes the lock's connection, and PostgreSQL releases the lock: 
 process looks gone, and the next process to look interrupts its turns. So a keeper thread checks the
 connection every `LOCK_CHECK_SECONDS` and takes the same lock again on a new one as soon as the
 database answers; turns interrupted meanwhile write nothing more (every write of a running turn is
-conditional on it still being this process's, agent/services.py), so they stop honestly.
+conditional on it still being this process's, agent/store/turns.py), so they stop honestly.
 
 Rejected: a Redis key with a TTL (a dead process still holds the session for the TTL, and SQLite
 deployments have no Redis); a lock in one process's memory (useless across processes).
@@ -32,6 +32,7 @@ deployments have no Redis); a lock in one process's memory (useless across proce
 from __future__ import annotations
 
 import contextlib
+import datetime
 import logging
 import os
 import secrets
@@ -42,9 +43,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.db import connection
+from django.utils import timezone
+
+from agent.conversation.outcomes import CUTOFF_INTERRUPTED, outcome_unknown_text
+from agent.conversation.results import tool_error_record
+from agent.models import Activity, Instance, Turn
 
 logger = logging.getLogger(__name__)
+
+INTERRUPTED_BY_EXIT = "The Hermes process running this turn stopped before it finished."
 
 # Turn ids this process is running now (kept by the runner): its own turns need no probe.
 _running_here: set[uuid.UUID] = set()
@@ -117,7 +126,6 @@ def presence_start(role: str) -> Presence:
     before the event loop starts, or through `database_sync_to_async`).
     """
     global _current, _lock_connection
-    from agent import services  # services use this module; import here to keep the layers one-way
 
     with _lock:
         if _current is not None and _current.pid == os.getpid():
@@ -127,7 +135,7 @@ def presence_start(role: str) -> Presence:
             lock_key, _lock_connection = _advisory_lock_take()
             if lock_key is not None:
                 _lock_keeper_start(lock_key)
-        instance_id = services.instance_announce(
+        instance_id = instance_announce(
             role=role,
             host=host_identity(),
             pid=os.getpid(),
@@ -135,7 +143,7 @@ def presence_start(role: str) -> Presence:
             lock_key=lock_key,
         )
         _current = Presence(instance_id=instance_id, role=role, pid=os.getpid())
-    interrupted = services.turns_interrupt_orphaned()
+    interrupted = turns_interrupt_orphaned()
     if interrupted:
         logger.info("Interrupted %d turn(s) left running by Hermes processes that are gone", len(interrupted))
     return _current
@@ -153,7 +161,6 @@ def presence_current() -> Presence:
 def presence_stop() -> None:
     """Say this process is gone (after its turns were interrupted), and let go of its lock."""
     global _current, _lock_connection
-    from agent import services
 
     _keeper_stop.set()
     with _lock, _lock_connection_lock:
@@ -161,7 +168,7 @@ def presence_stop() -> None:
         lock_connection, _lock_connection = _lock_connection, None
     if current is not None and current.pid == os.getpid():
         try:
-            services.instance_retire(instance_id=current.instance_id)
+            instance_retire(instance_id=current.instance_id)
         except Exception:
             logger.exception("Could not record this Hermes process as stopped")
     if lock_connection is not None:
@@ -302,3 +309,92 @@ def _advisory_locks_held() -> set[int]:
             "WHERE locktype = 'advisory' AND objsubid = 1 AND granted"
         )
         return {int(row[0]) for row in cursor.fetchall()}
+
+
+def instance_announce(*, role: str, host: str, pid: int, pid_started: str, lock_key: int | None) -> uuid.UUID:
+    """Record a Hermes process that starts; its id then owns the turns it runs.
+
+    Rows of processes that stopped cleanly over a day ago go (each `ask` adds one); those of
+    processes that died stay, since only a probe can tell them from living ones, and crashes are rare.
+    """
+    Instance.objects.filter(stopped_at__lt=timezone.now() - datetime.timedelta(days=1)).delete()
+    return Instance.objects.create(role=role, host=host, pid=pid, pid_started=pid_started, lock_key=lock_key).pk
+
+
+def instance_retire(*, instance_id: uuid.UUID) -> None:
+    Instance.objects.filter(pk=instance_id, stopped_at__isnull=True).update(stopped_at=timezone.now())
+
+
+def turns_interrupt(*, turn_ids: list[uuid.UUID], error: str = INTERRUPTED_BY_EXIT) -> list[uuid.UUID]:
+    """Mark these turns `interrupted` if they are still `running`; returns the ones that were."""
+    if not turn_ids:
+        return []
+    running = Turn.objects.filter(pk__in=turn_ids, status=Turn.Status.RUNNING)
+    ended = list(running.values_list("id", flat=True))
+    running.filter(pk__in=ended).update(
+        status=Turn.Status.INTERRUPTED,
+        stop_reason="interrupted",
+        error=error,
+        finished_at=timezone.now(),
+    )
+    # Their calls in flight when the process went may have run: say so in the ledger too.
+    activity_settle_interrupted(correlation_ids=ended)
+    return ended
+
+
+def turns_interrupt_orphaned(
+    *, stale_after: float | None = None, session_id: uuid.UUID | None = None
+) -> list[uuid.UUID]:
+    """Interrupt every `running` turn (of `session_id`, when given) whose process is gone
+    (`agent.presence` says how that is decided); returns their ids. Cheap when nothing runs: one
+    query on the status index.
+
+    A turn whose owner cannot be probed (another host without PostgreSQL's lock, or no owner)
+    counts as gone once its heartbeat is `stale_after` seconds old (`HERMES_TURN_STALE_SECONDS`).
+    """
+    # First: announcing this process (on first use) runs this sweep itself.
+    current = presence_current()
+    running = Turn.objects.filter(status=Turn.Status.RUNNING)
+    if session_id is not None:
+        running = running.filter(session_id=session_id)
+    rows = list(running.values_list("id", "owner", "heartbeat_at", "started_at"))
+    if not rows:
+        return []
+    gone, undecided = owners_gone({owner for _id, owner, _beat, _started in rows if owner is not None})
+    cutoff = timezone.now() - datetime.timedelta(
+        seconds=settings.HERMES_TURN_STALE_SECONDS if stale_after is None else stale_after
+    )
+    orphaned = []
+    for turn_id, owner, beat, started in rows:
+        if owner == current.instance_id:
+            # Ours: alive exactly while this process's runner still runs it.
+            if not turn_running_here(turn_id):
+                orphaned.append(turn_id)
+        elif owner in gone or ((owner is None or owner in undecided) and (beat or started) < cutoff):
+            orphaned.append(turn_id)
+    return turns_interrupt(turn_ids=orphaned)
+
+
+def activity_settle_interrupted(
+    *, session_id: uuid.UUID | None = None, correlation_ids: list[uuid.UUID] | None = None
+) -> int:
+    """Turn `started` rows of turns that are no longer running into `unknown`; returns how many.
+
+    A crash (SIGKILL, an OOM kill, a power cut) leaves the row of every call in flight at
+    `started`. Once its turn is known to be over — the session's next turn begins, or the turn is
+    marked interrupted — the call's outcome is unknown: it may have run. Rows of turns still
+    running are left alone.
+    """
+    rows = Activity.objects.filter(state=Activity.State.STARTED)
+    if session_id is not None:
+        rows = rows.filter(session_id=session_id)
+    if correlation_ids is not None:
+        rows = rows.filter(correlation_id__in=correlation_ids)
+    rows = rows.exclude(correlation_id__in=Turn.objects.filter(status=Turn.Status.RUNNING).values("id"))
+    settled = 0
+    for tool in set(rows.values_list("tool", flat=True)):
+        message = outcome_unknown_text(tool=tool, cause=CUTOFF_INTERRUPTED)
+        settled += rows.filter(tool=tool).update(
+            state=Activity.State.UNKNOWN, is_error=True, result=tool_error_record(CUTOFF_INTERRUPTED.kind, message)
+        )
+    return settled

@@ -14,9 +14,9 @@ from typing import Any
 from django.core.paginator import Paginator
 from django.db.models import Count, Min, Q
 
-from agent.engine.context import SessionContext, StoredMessage
+from agent.conversation.context import SessionContext, StoredMessage
 from agent.models import AgentSession, Message, ToolCatalog, Turn
-from agent.redaction import redact
+from common.redaction import redact
 
 
 class PageOutOfRange(Exception):
@@ -329,3 +329,18 @@ def session_context_recent(session: AgentSession) -> SessionContext:
 
 def session_context_load(*, session_id: uuid.UUID) -> SessionContext:
     return session_context(AgentSession.objects.get(pk=session_id))
+
+
+def turn_questions(*, turn_ids: list[uuid.UUID]) -> dict[uuid.UUID, str]:
+    """The operator's question that started each of these turns (its first user message's text)."""
+    rows = (
+        Message.objects.exclude(kind=Message.Kind.SUMMARY)
+        .filter(turn_id__in=turn_ids, role=Message.Role.USER)
+        .order_by("id")
+        .values_list("turn_id", "content")
+    )
+    questions: dict[uuid.UUID, str] = {}
+    for turn_id, content in rows:
+        parts = content if isinstance(content, list) else []
+        questions.setdefault(turn_id, "\n".join(str(p.get("text", "")) for p in parts if p.get("type") == "text"))
+    return questions

@@ -12,8 +12,8 @@ import contextlib
 from collections.abc import Iterable
 from typing import Any
 
-from agent.redaction import redact_value, secret_values, secrets_register
 from agent.tools.config import MCPConfigError, mcp_servers_from_settings
+from common.redaction import redact_value, secret_values, secrets_register
 
 
 def stored_columns_redact(apps: Any, columns: Iterable[tuple[str, str, tuple[str, ...]]]) -> None:

@@ -66,7 +66,7 @@ async def _main(size: int) -> None:
     from django.conf import settings
     from django.db import connection
 
-    from agent.engine.events import Done
+    from agent.conversation.events import Done
     from agent.engine.runner import turn_start
     from agent.models import Message
     from agent.tools import ToolHub

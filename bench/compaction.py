@@ -34,7 +34,7 @@ async def _main(count: int, factor: float) -> None:
     from channels.db import database_sync_to_async
     from django.conf import settings
 
-    from agent.engine.events import Done
+    from agent.conversation.events import Done
     from agent.engine.runner import turn_start
     from agent.models import AgentSession
     from agent.tools import ToolHub

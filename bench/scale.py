@@ -14,7 +14,7 @@ first thing to look at when a figure is high.
 
 One browser session (cookie) makes every request, as one operator would: once it has opened the
 long session, the pages after it (search, ledger) carry that session in their chat drawer — the
-worst case, and the common one. Rendered Markdown is cached per process (controlroom.markdown):
+worst case, and the common one. Rendered Markdown is cached per process (common.markdown):
 "first view" clears that cache before each request.
 """
 
@@ -107,9 +107,9 @@ def pages_measure(built: dataset.Dataset, *, runs: int) -> list[Figure]:  # type
         ("ledger, errors only", "/ui/ledger/?only_errors=1"),
     ]
     figures = [_measure(client.get, name, path, runs=runs) for name, path in pages]
-    # The first view of a long session: no block of it rendered yet (controlroom.markdown's cache;
+    # The first view of a long session: no block of it rendered yet (common.markdown's cache;
     # code from before it had none, and every view was a first view).
-    from controlroom import markdown
+    from common import markdown
 
     cached = getattr(markdown, "_markdown_render_cached", None)
     first_view = _measure(

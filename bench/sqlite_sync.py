@@ -3,7 +3,7 @@
 
 With WAL, NORMAL syncs only at checkpoints: a commit answered to the operator can be lost to a power
 cut or an I/O remount. A FULL commit syncs the whole WAL, so the turn's end committed FULL makes
-the turn durable with everything before it (agent/services.py, `turn_finish`). This times the
+the turn durable with everything before it (agent/store/, `turn_finish`). This times the
 commits a turn makes — its question, one progress write per tool round, its end — as Hermes makes
 them (IMMEDIATE transactions, ~2 KB messages), in a file next to the repository (the disk the
 database would use, not a tmpfs):

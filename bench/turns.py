@@ -32,7 +32,7 @@ from harness import django_setup  # noqa: E402
 
 async def _turn(hub: object, question: str, *, followed: bool = True) -> float:
     """One turn, timed to its `done`; `followed` hands it to the registry, as the server does."""
-    from agent.engine.events import Done
+    from agent.conversation.events import Done
     from agent.engine.runner import turn_start
     from agent.live import turn_registry
 

@@ -22,18 +22,19 @@ from urllib.parse import parse_qs
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
-from agent import metrics
-from agent.elicitations import ELICITATIONS_GROUP, elicitations_pending
+from agent.elicitation.store import ELICITATIONS_GROUP, elicitations_pending
 from agent.live import SESSIONS_GROUP, session_group, turn_registry
 from agent.proposals import PROPOSALS_GROUP, proposals_pending
+from common import metrics
 from controlroom import fragments, selectors
-from controlroom.approvals import approvals_confirmed, approvals_listed
 from controlroom.frames import frames_pack
 from controlroom.identity import operator_name
 from controlroom.investigation_feed import InvestigationFeed, investigation_feed
-from controlroom.rail import ApprovalState
-from controlroom.relay import OikosRelay, oikos_relay
-from controlroom.transcript import ApprovalItem, Change, TurnView, turn_view_replay
+from oikos.approvals import approvals_confirmed, approvals_listed
+from oikos.rail import ApprovalState
+from oikos.relay import OikosRelay, oikos_relay
+from transcript import selectors as transcript_selectors
+from transcript.view import ApprovalItem, Change, TurnView, turn_view_replay
 
 # Events held per turn while its state is on the way; past this the turn is redrawn at `done`.
 BUFFER_LIMIT = 5000
@@ -128,7 +129,7 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
     async def _snapshot(self) -> None:
         views: list[TurnView] = []
         if self.session_id is not None:
-            views = await database_sync_to_async(selectors.session_turn_views)(
+            views = await database_sync_to_async(transcript_selectors.session_turn_views)(
                 session_id=self.session_id, limit=self.turns_shown
             )
         for view in views:
@@ -237,7 +238,7 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
     async def _hold(self, turn_id: str, sync: TurnSync, message: dict[str, Any]) -> None:
         if message["event"].get("type") == "done":
             # The turn is over and stored: the database has all of it, whatever the owner says.
-            view = await database_sync_to_async(selectors.turn_view)(turn_id=uuid.UUID(turn_id))
+            view = await database_sync_to_async(transcript_selectors.turn_view)(turn_id=uuid.UUID(turn_id))
             if view is not None:
                 sync.view, sync.seq, sync.waiting, sync.buffer = view, int(message["seq"]), False, []
                 await self._redraw(sync)
@@ -305,7 +306,7 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
         already drew finished is left as it is.
         """
         assert self.session_id is not None
-        views = await database_sync_to_async(selectors.session_turn_views)(
+        views = await database_sync_to_async(transcript_selectors.session_turn_views)(
             session_id=self.session_id, limit=self.turns_shown
         )
         for view in views:
@@ -399,6 +400,6 @@ def _uuid_or_none(value: str) -> uuid.UUID | None:
 def _turns_shown(value: str) -> int:
     """`turns=<n>` of the socket's query: 1 to a session page's count; the page's count otherwise."""
     try:
-        return min(max(int(value), 1), selectors.SESSION_TURNS_SHOWN)
+        return min(max(int(value), 1), transcript_selectors.SESSION_TURNS_SHOWN)
     except ValueError:
-        return selectors.SESSION_TURNS_SHOWN
+        return transcript_selectors.SESSION_TURNS_SHOWN

@@ -1,7 +1,7 @@
 """The HTML the control room's websocket sends: out-of-band swaps for htmx 2's `ws` extension.
 
 Every message is a run of top-level elements, each carrying `hx-swap-oob` with a target built
-from our own UUIDs or from hashed keys (see `controlroom.dom`), never from untrusted text. Content
+from our own UUIDs or from hashed keys (see `common.dom`), never from untrusted text. Content
 comes from the templates, which escape everything except Markdown that `markdown_render` has
 already sanitised.
 """
@@ -15,11 +15,11 @@ from django.template.loader import render_to_string
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
-from controlroom import dom
+from common import dom
 from controlroom.frames import frame_fits
-from controlroom.rail import ApprovalState, RailState
 from controlroom.selectors import EscalationCard
-from controlroom.transcript import ApprovalItem, Change, Item, TextItem, ThinkingItem, TurnView
+from oikos.rail import ApprovalState, RailState
+from transcript.view import ApprovalItem, Change, Item, TextItem, ThinkingItem, TurnView
 
 Approvals = dict[str, ApprovalState]
 
@@ -181,7 +181,7 @@ def proposal_card(card: Any, *, notice: str = "") -> str:
 
 
 def elicitations_replace(pending: list[Any]) -> str:
-    """The rail's questions from MCP servers (`agent.elicitations.PendingElicitation`), with their forms."""
+    """The rail's questions from MCP servers (`agent.elicitation.store.PendingElicitation`), with their forms."""
     inner = _render("elicitations.html", {"elicitations": pending})
     return format_html('<div hx-swap-oob="innerHTML:#elicitations">{}</div>', inner)
 

@@ -10,7 +10,7 @@ of them from the database, not from the watcher. Why:
   whichever watcher won the event. Reading them needs no leader and no handover when a watcher
   restarts, and every Daphne process reports every watcher's investigations, once.
 
-So, like the Oikos relay (`controlroom.relay`), one feed per process, running while a control
+So, like the Oikos relay (`oikos.relay`), one feed per process, running while a control
 room is open there: it asks every `POLL_SECONDS` for investigations newer than the newest it knows,
 and for the state of the open ones it follows (state, times fired, escalation stored), one indexed query.
 What it finds goes to a group unique to this process, which only its consumers join, as plain

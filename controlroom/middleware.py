@@ -25,7 +25,7 @@ from django.utils.decorators import sync_and_async_middleware
 
 from access.identity import operator_identity
 from access.refusals import refusal_noted
-from controlroom import services
+from oikos import services
 
 logger = logging.getLogger(__name__)
 

@@ -70,7 +70,7 @@ from daphne.cli import CommandLineInterface  # noqa: E402
 from daphne.server import Server  # noqa: E402
 from twisted.internet import defer  # noqa: E402
 
-from agent.redaction import redact, redact_uri  # noqa: E402
+from common.redaction import redact, redact_uri  # noqa: E402
 from hermes_site.request_bodies import BoundedHTTPFactory  # noqa: E402
 
 logger = logging.getLogger("hermes_site.serve")
@@ -114,7 +114,7 @@ class HermesServer(Server):
     def run(self) -> None:
         # Django is set up and the application loaded: the start-up is over.
         startup_end()
-        from agent.metrics import EventLoopLagProbe
+        from common.metrics import EventLoopLagProbe
 
         # Its first timer is due once the reactor runs the loop.
         EventLoopLagProbe(_loop).start()

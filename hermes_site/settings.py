@@ -14,7 +14,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from agent.logs import LOG_FORMATS, logging_config
+from common.logs import LOG_FORMATS, logging_config
 from hermes_site.environment import (
     env_bool,
     env_choice,
@@ -77,6 +77,8 @@ INSTALLED_APPS = [
     "django_htmx",
     "access",
     "agent",
+    "oikos",
+    "api",
     "interop",
     "controlroom",
     "watch",
@@ -131,7 +133,7 @@ _SQLITE_OPTIONS = {
     "transaction_mode": "IMMEDIATE",
     "timeout": 20,
     # NORMAL: commits are not synced, except each turn's end, which syncs the WAL with everything
-    # before it (agent/services.py, `_synced`).
+    # before it (agent/store/turns.py, `_synced`).
     "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
 }
 
@@ -140,7 +142,7 @@ _SQLITE_OPTIONS = {
 # per thread, and under Daphne every request runs on a thread of its own: persistent per-thread
 # connections (CONN_MAX_AGE) outlived their threads and exhausted PostgreSQL under load. With the
 # pool, CONN_MAX_AGE must be 0: a thread hands its connection back whenever Django closes it
-# (`database_sync_to_async` and the turn engine's `agent.db.db_call`, whose threads number at most
+# (`database_sync_to_async` and the turn engine's `common.db.db_call`, whose threads number at most
 # HERMES_DB_POOL_MAX, do so after every call), and the next call takes one from the pool
 # without reconnecting. A caller that finds every connection taken waits HERMES_DB_POOL_TIMEOUT
 # seconds, then fails with `psycopg_pool.PoolTimeout` (an OperationalError): the HTTP API answers
@@ -161,7 +163,7 @@ if _database_url:
     if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         DATABASES["default"].setdefault("OPTIONS", {}).update(_SQLITE_OPTIONS)
     elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
-        from hermes_site.database import RecordingConnection
+        from common.database import RecordingConnection
 
         DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
             # Remembers why the latest connection attempt failed: "database down" is not "busy".
@@ -245,7 +247,7 @@ USE_TZ = True
 
 # Readable text by default, one JSON object per line with HERMES_LOG_FORMAT=json. Every line
 # logged during a turn carries its correlation id and session id; secrets are redacted on every
-# handler (agent/logs.py).
+# handler (common/logs.py).
 HERMES_LOG_FORMAT = env_str("HERMES_LOG_FORMAT", "text").strip().lower() or "text"
 if HERMES_LOG_FORMAT not in LOG_FORMATS:
     raise ImproperlyConfigured(f"HERMES_LOG_FORMAT must be one of {', '.join(LOG_FORMATS)}, not {HERMES_LOG_FORMAT!r}")
@@ -273,7 +275,7 @@ if HERMES_EFFORT not in ("low", "medium", "high"):
     raise ImproperlyConfigured(f"HERMES_EFFORT must be low, medium or high, not {HERMES_EFFORT!r}")
 HERMES_SOUL_PATH = env_str("HERMES_SOUL_PATH", str(BASE_DIR / "agent" / "SOUL.md"))
 
-# --- Hermes: the context window (agent/engine/context.py) ----------------------------------------
+# --- Hermes: the context window (agent/conversation/context.py) ----------------------------------------
 
 # Tokens of the model's context window; 0 takes the model family's (200,000 for Claude models). A
 # compatible server with a smaller window is learned from its first "prompt is too long" refusal.
@@ -331,7 +333,7 @@ HERMES_MCP_TOOLS_DENY = env_list("HERMES_MCP_TOOLS_DENY")
 # --- Oikos REST (control room, approvals, events) --------------------------------------------------
 
 # The REST side of Oikos (health, approvals, executions, the event stream). When unset it is derived
-# from OIKOS_MCP_URL: the same server, `/mcp` replaced by `/api/v1` (see controlroom.oikos).
+# from OIKOS_MCP_URL: the same server, `/mcp` replaced by `/api/v1` (see oikos.client).
 OIKOS_API_URL = env_str("OIKOS_API_URL")
 # The control room's own bearer (an operator-side service identity, never the agent's MCP token).
 OIKOS_API_TOKEN = env_str("OIKOS_API_TOKEN")

@@ -18,5 +18,5 @@ urlpatterns = [
     # Prometheus scrapes this process's metrics here.
     path("metrics", metrics, name="metrics"),
     # The HTTP API for scripts and peers: /chat, /sessions, /query, /healthz, /openapi.json.
-    path("", include("agent.api.urls")),
+    path("", include("api.urls")),
 ]

@@ -17,9 +17,9 @@ from typing import Any
 
 from mcp.types import INVALID_PARAMS
 
+from agent.conversation.outcomes import ToolOutcome
 from agent.tools.config import MCPConfigError, ServerConfig
 from agent.tools.envelopes import ResultEnvelope
-from agent.tools.outcomes import ToolOutcome
 from interop.untrusted import untrusted_wrap
 
 SCHEMA = "garra.ask.v1"

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 
 import anyio
 
-from agent.engine.events import ElicitationEvent, Event, TextDelta, ToolResult, ToolUse
+from agent.conversation.events import ElicitationEvent, Event, TextDelta, ToolResult, ToolUse
 
 # The SDK's `report_progress(progress, total, message)`: a no-op when the caller sent no token.
 ProgressReport = Callable[[float, float | None, str | None], Awaitable[None]]

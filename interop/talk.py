@@ -22,8 +22,8 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 from django.utils import timezone
 
-from agent import services as agent_services
 from agent.engine.runner import TurnHandle, turn_start
+from agent.store import ledger
 from interop import services
 from interop.outbound import SendRefusal, SendResult, conversation_send, replies_same, stop_marker_in
 from interop.peers import Peer, PeerBook
@@ -206,7 +206,7 @@ class Talk:
         await database_sync_to_async(services.exchange_turn_attach)(
             exchange_id=result.exchange_id, turn_id=handle.turn_id
         )
-        await database_sync_to_async(agent_services.activity_record)(
+        await database_sync_to_async(ledger.activity_record)(
             correlation_id=handle.turn_id,
             session_id=handle.session_id,
             actor=self.actor,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from agent.engine.events import Done, Error, Event, TextDelta, ToolResult
+from agent.conversation.events import Done, Error, Event, TextDelta, ToolResult
 from agent.engine.runner import TurnHandle
 
 

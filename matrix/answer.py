@@ -14,7 +14,7 @@ import contextlib
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from agent.engine.events import Approval, Done, Error, Event, TextDelta, ToolResult, ToolUse
+from agent.conversation.events import Approval, Done, Error, Event, TextDelta, ToolResult, ToolUse
 from agent.engine.runner import TurnHandle
 from matrix.render import ToolLine, answer_content, edit_content, in_thread
 from matrix.sender import RoomSender

@@ -9,6 +9,9 @@ class MatrixConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from agent.doctor.checks import check_register
+        from matrix.doctor import matrix_check
         from matrix.metrics import matrix_collector_register
 
         matrix_collector_register()
+        check_register("matrix", matrix_check)

@@ -41,7 +41,7 @@ from aiohttp import ClientError
 from channels.db import database_sync_to_async
 from nio import AsyncClient, AsyncClientConfig, JoinError, SyncError, SyncResponse
 
-from agent.engine.events import Approval
+from agent.conversation.events import Approval
 from agent.engine.runner import TurnRejected, turn_start
 from agent.live import turn_registry
 from agent.models import Turn

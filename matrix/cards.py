@@ -18,16 +18,16 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 
-from agent.engine.events import Approval
-from controlroom.approvals import approval_decide
-from controlroom.models import ApprovalDecision
-from controlroom.oikos import OikosClient, OikosError, OikosEvent, oikos_config
+from agent.conversation.events import Approval
 from matrix import selectors, services
 from matrix.card_sender import CardSender
 from matrix.models import MatrixApprovalCard
 from matrix.render import card_content, in_thread
 from matrix.sender import RoomSender
 from matrix.services import ThreadRef
+from oikos.approvals import approval_decide
+from oikos.client import OikosClient, OikosError, OikosEvent, oikos_config
+from oikos.models import ApprovalDecision
 
 logger = logging.getLogger(__name__)
 

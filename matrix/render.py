@@ -2,7 +2,7 @@
 
 Every message has a plain `body` (what phones' notifications and plain clients show) and, when
 final, an HTML `formatted_body`. Model text reaches HTML only through the control room's renderer
-(`controlroom.markdown`: Markdown without raw HTML, then sanitised); everything else is escaped by
+(`common.markdown`: Markdown without raw HTML, then sanitised); everything else is escaped by
 `format_html`. A streaming answer is sent as plain text only: HTML is rendered once, at the end.
 """
 
@@ -13,7 +13,7 @@ from typing import Any
 
 from django.utils.html import format_html, format_html_join
 
-from controlroom.markdown import markdown_render
+from common.markdown import markdown_render
 
 HTML = "org.matrix.custom.html"
 STREAMING_MARK = " …"

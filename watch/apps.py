@@ -9,6 +9,9 @@ class WatchConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from agent.doctor.checks import check_register
+        from watch.doctor import watcher_check
         from watch.metrics import watch_collector_register
 
         watch_collector_register()
+        check_register("watcher", watcher_check)

@@ -19,9 +19,8 @@ from django.db.models import F, Max
 from django.utils import timezone
 
 from agent import presence
-from agent import services as agent_services
 from agent.models import AgentSession, Turn
-from agent.redaction import redact
+from common.redaction import redact
 from watch.models import Investigation, WatchedEvent
 from watch.policy import Trigger, TriggerPolicy
 
@@ -249,7 +248,7 @@ def investigations_recover(*, watcher: uuid.UUID | None = None, now: datetime | 
     turns = _investigation_turns(candidates)
     # A turn whose watcher died is `running` until someone looks: this is someone.
     running = any(status == Turn.Status.RUNNING for _turn, status in turns.values())
-    if running and agent_services.turns_interrupt_orphaned():
+    if running and presence.turns_interrupt_orphaned():
         turns = _investigation_turns(candidates)
     owners = {row.owner for row in candidates if row.owner is not None and row.owner != me}
     gone, undecided = presence.owners_gone(owners)

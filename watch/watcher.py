@@ -38,7 +38,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from agent.tools.hub import ToolHub
-from controlroom.oikos import OikosClient, OikosError, OikosEvent
+from oikos.client import OikosClient, OikosError, OikosEvent
 from watch import services
 from watch.investigate import investigation_escalate, investigation_run
 from watch.policy import TriggerPolicy

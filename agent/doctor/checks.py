@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,9 +29,9 @@ from agent.budget import spend_today
 from agent.doctor.security import security_checks
 from agent.engine.prompt import PersonaFileError, persona_load
 from agent.llm import llm_error_describe
-from agent.redaction import redact
 from agent.tools import MCPConfigError, ServerConfig, ToolHub
 from agent.tools.config import mcp_servers_from_settings
+from common.redaction import redact
 
 ANTHROPIC_DEFAULT_URL = "https://api.anthropic.com"
 
@@ -54,6 +54,16 @@ class CheckResult:
         return {"name": self.name, "status": str(self.status), "detail": self.detail, "latency_ms": self.latency_ms}
 
 
+# Checks the apps above `agent` add (the watcher's, the Matrix bridge's), registered in their
+# `AppConfig.ready()`: the doctor runs them without knowing them.
+_registered: dict[str, Callable[[float], Awaitable[CheckResult]]] = {}
+
+
+def check_register(name: str, check: Callable[[float], Awaitable[CheckResult]]) -> None:
+    """Add a check to every `doctor` run; `check(seconds)` answers within `seconds` or is cut off."""
+    _registered[name] = check
+
+
 def doctor_run(*, timeout: float = 10.0, bind: str | None = None) -> list[CheckResult]:
     """Run every check; details are redacted (an error message may quote a credential)."""
     results = asyncio.run(_checks(timeout))
@@ -72,8 +82,7 @@ async def _checks(seconds: float) -> list[CheckResult]:
         mcp_checks(seconds),
         _one(oikos_rest_check(seconds)),
         _one(llm_check(seconds)),
-        _one(watcher_check()),
-        _one(matrix_check(seconds)),
+        *(_one(check(seconds)) for check in _registered.values()),
     )
     return [result for group in groups for result in group]
 
@@ -96,7 +105,7 @@ def _elapsed_ms(started: float) -> int:
     return round((time.monotonic() - started) * 1000)
 
 
-def _error(exc: BaseException) -> str:
+def exception_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
@@ -263,7 +272,9 @@ async def oikos_rest_check(seconds: float) -> CheckResult:
         async with httpx2.AsyncClient(timeout=seconds) as client:
             response = await client.get(url, headers=headers)
     except httpx2.HTTPError as exc:
-        return CheckResult("oikos rest", Status.FAIL, f"{url}: unreachable ({_error(exc)})", _elapsed_ms(started))
+        return CheckResult(
+            "oikos rest", Status.FAIL, f"{url}: unreachable ({exception_text(exc)})", _elapsed_ms(started)
+        )
     latency = _elapsed_ms(started)
     if response.status_code in (401, 403):
         detail = f"{url}: token rejected (HTTP {response.status_code}); check OIKOS_API_TOKEN"
@@ -271,43 +282,6 @@ async def oikos_rest_check(seconds: float) -> CheckResult:
     if response.status_code >= 400:
         return CheckResult("oikos rest", Status.FAIL, f"{url}: HTTP {response.status_code}", latency)
     return CheckResult("oikos rest", Status.OK, f"{url}: HTTP {response.status_code}", latency)
-
-
-async def watcher_check() -> CheckResult:
-    """Is a `manage.py watch` running, when did it last claim an event, and how late was it?"""
-    if not (getattr(settings, "OIKOS_API_URL", "") or getattr(settings, "OIKOS_MCP_URL", "")):
-        return CheckResult("watcher", Status.SKIP, "Oikos is not configured: there is no event stream to watch")
-    from watch.selectors import watch_status  # the watcher is an app of its own, above agent
-
-    try:
-        status = await database_sync_to_async(watch_status)()
-    except Exception as exc:
-        return CheckResult("watcher", Status.FAIL, f"cannot read the watcher's state: {_error(exc)}")
-    if not status.watchers and not status.ever_ran:
-        return CheckResult(
-            "watcher", Status.SKIP, "no `manage.py watch` has run: Oikos's signals open no investigation"
-        )
-    if not status.watchers:
-        return CheckResult(
-            "watcher",
-            Status.WARN,
-            "no `manage.py watch` is running now (one ran before): signals open no investigation",
-        )
-    if status.last_claimed_at is None:
-        return CheckResult("watcher", Status.OK, f"{status.watchers} running; no event seen yet")
-    lag = f", claimed {status.lag_seconds:.1f} s after Oikos raised it" if status.lag_seconds is not None else ""
-    detail = (
-        f"{status.watchers} running; {status.events} events claimed, the last #{status.last_event_id} "
-        f"at {status.last_claimed_at:%Y-%m-%d %H:%M:%S}{lag}"
-    )
-    return CheckResult("watcher", Status.OK, detail)
-
-
-async def matrix_check(seconds: float) -> CheckResult:
-    """The Matrix bridge's homeserver, token and rooms (SKIP when the bridge is not configured)."""
-    from matrix.doctor import matrix_check as check  # the bridge is an app of its own, above agent
-
-    return await check(seconds)
 
 
 # --- the model -------------------------------------------------------------------------------------
@@ -356,7 +330,7 @@ def budget_doctor_check() -> CheckResult:
     try:
         spend = spend_today()
     except DatabaseError as exc:
-        return CheckResult("budget", Status.FAIL, f"today's spend cannot be read: {_error(exc)}")
+        return CheckResult("budget", Status.FAIL, f"today's spend cannot be read: {exception_text(exc)}")
     reserve = round(daily * settings.HERMES_BUDGET_RESERVE_SHARE)
     detail = (
         f"{spend.tokens:,} of {daily:,} tokens spent today, {spend.reserved_tokens:,} more held by running turns; "

@@ -23,12 +23,12 @@ import re
 from typing import Any, Protocol
 
 from agent import proposals
-from agent.db import db_call
-from agent.tools.elicitation import ElicitationAnswer, ElicitationAsk, Elicitor
+from agent.conversation.outcomes import ToolOutcome
+from agent.conversation.results import tool_error_blocks, tool_error_record
+from agent.elicitation.types import ElicitationAnswer, ElicitationAsk, Elicitor
 from agent.tools.hub import ToolSpec
-from agent.tools.outcomes import ToolOutcome
 from agent.tools.provenance import Capability, origin_is_operator, tool_is_execution_request
-from agent.tools.results import tool_error_blocks, tool_error_record
+from common.db import db_call
 
 CONFIRMATION = "confirmation"
 # Polite words an operator's single command may carry around the action and its target.

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent.engine.events import Approval
+from agent.conversation.events import Approval
 from agent.tools.config import oikos_server_name
 
 REQUEST_EXECUTION = "request_execution"

@@ -1,7 +1,7 @@
 """Compaction: every request of a turn fits the model's window, however long the session is.
 
 Always on, client-side, so it works with every compatible server. Before each model request the
-turn's `ContextKeeper` weighs it (`agent.engine.context.ContextGauge`: the last call's usage, the
+turn's `ContextKeeper` weighs it (`agent.conversation.context.ContextGauge`: the last call's usage, the
 API's token counting near the limit, an estimate otherwise). At `HERMES_COMPACT_AT` of the window
 it compacts first; a request the API refuses as too long anyway is compacted and sent again, once
 (the operator never sees the refusal). Compacting goes, cheapest first:
@@ -38,10 +38,8 @@ import anthropic
 import httpx2
 from django.conf import settings
 
-from agent import metrics, selectors, services
-from agent.db import db_call
-from agent.engine.budgets import Budgets
-from agent.engine.context import (
+from agent import selectors
+from agent.conversation.context import (
     CHARS_PER_TOKEN,
     SUMMARY_HEADER,
     ContextGauge,
@@ -56,10 +54,14 @@ from agent.engine.context import (
     tool_results_uncleared,
     turn_spans,
 )
-from agent.engine.history import messages_for_api
+from agent.conversation.history import messages_for_api
+from agent.engine.budgets import Budgets
 from agent.engine.model_stream import AttemptFailed, TimeLimitReached, model_stream
 from agent.llm import llm_retry_delay
-from agent.logs import log_event
+from agent.store import sessions as session_store
+from common import metrics
+from common.db import db_call
+from common.logs import log_event
 
 logger = logging.getLogger("agent.engine")
 
@@ -241,7 +243,7 @@ class ContextKeeper:
         if cleared == context.tool_results_cleared_through and not summary:
             return False
         await db_call(
-            services.session_compact,
+            session_store.session_compact,
             session_id=self.state.session_id,
             turn_id=self.state.turn_id,
             tool_results_cleared_through=cleared,

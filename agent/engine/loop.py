@@ -23,22 +23,30 @@ from typing import Any, cast
 import anthropic
 from django.utils import timezone
 
-from agent import metrics, services
-from agent.db import db_call
-from agent.engine.actions import ActionGate
-from agent.engine.approvals import approval_from_result
-from agent.engine.budgets import Budgets
-from agent.engine.caching import cache_breakpoints_apply
-from agent.engine.compaction import ContextFull, ContextKeeper
-from agent.engine.context import prompt_too_long
-from agent.engine.elicitations import TurnElicitor
-from agent.engine.events import Done, Error, Event, TextDelta, ThinkingDelta, ToolResult, ToolUse
-from agent.engine.history import (
+from agent.conversation.context import prompt_too_long
+from agent.conversation.events import Done, Error, Event, TextDelta, ThinkingDelta, ToolResult, ToolUse
+from agent.conversation.history import (
     content_strip_cache_control,
     messages_for_api,
     synthetic_tool_results,
     tool_blocks_held,
 )
+from agent.conversation.outcomes import (
+    CUTOFF_CANCELLED,
+    CUTOFF_TIME_LIMIT,
+    OPERATOR_CANCEL_REASON,
+    Cutoff,
+    ToolOutcome,
+    outcome_unknown_text,
+)
+from agent.conversation.results import tool_error_blocks, tool_error_record
+from agent.elicitation.turn import TurnElicitor
+from agent.elicitation.types import Answerer
+from agent.engine.actions import ActionGate
+from agent.engine.approvals import approval_from_result
+from agent.engine.budgets import Budgets
+from agent.engine.caching import cache_breakpoints_apply
+from agent.engine.compaction import ContextFull, ContextKeeper
 from agent.engine.model_stream import AttemptFailed, TimeLimitReached, model_stream
 from agent.engine.prompt import unreachable_note
 from agent.engine.storage import (
@@ -51,24 +59,18 @@ from agent.engine.storage import (
 from agent.engine.thinking import ThinkingSettings, thinking_params, thinking_settled_strip
 from agent.engine.truncation import tool_result_bound
 from agent.llm import LLMFailure, llm_retry_delay
-from agent.logs import log_event, turn_context_set
 from agent.models import Turn
 from agent.prices import turn_cost
-from agent.redaction import redact
+from agent.store import ledger
+from agent.store import turns as turn_store
 from agent.tools.config import oikos_server_name
 from agent.tools.context import ToolCallContext
-from agent.tools.elicitation import Answerer
 from agent.tools.hub import ListingsAhead, ToolHub, UnreachableServer
-from agent.tools.outcomes import (
-    CUTOFF_CANCELLED,
-    CUTOFF_TIME_LIMIT,
-    OPERATOR_CANCEL_REASON,
-    Cutoff,
-    ToolOutcome,
-    outcome_unknown_text,
-)
 from agent.tools.provenance import Capability
-from agent.tools.results import tool_error_blocks, tool_error_record
+from common import metrics
+from common.db import db_call
+from common.logs import log_event, turn_context_set
+from common.redaction import redact
 
 logger = logging.getLogger("agent.engine")
 
@@ -203,19 +205,19 @@ class TurnLoop:
         )
         # Who may cause an action from this turn: confirmations and proposals (`agent.engine.actions`).
         self.actions = ActionGate(state=state, elicitor=self.elicitor, oikos_server=oikos_server_name())
-        # Set when a write found the turn no longer this process's (`services.TurnFenced`): it then
+        # Set when a write found the turn no longer this process's (`turn_store.TurnFenced`): it then
         # writes nothing more.
         self.fenced = False
         self._task: asyncio.Task[Any] | None = None
         # Per tool_use id: its `started` ledger row (id, tool), until its call begins.
         self._ledger_started: dict[str, tuple[int, str]] = {}
         # Outcomes of tool calls that answered, written to the ledger with the next stored message.
-        self._ledger_ended: list[services.ActivityEnd] = []
+        self._ledger_ended: list[ledger.ActivityEnd] = []
         # The turn's last model call (it asked for no tool), stored with the turn's end.
-        self._last_answer: services.LastAnswer | None = None
+        self._last_answer: turn_store.LastAnswer | None = None
         # A round's tool results being stored while the model is asked again (`_append_behind`), and
         # the ledger outcomes written with them.
-        self._behind: tuple[asyncio.Future[None], list[services.ActivityEnd]] | None = None
+        self._behind: tuple[asyncio.Future[None], list[ledger.ActivityEnd]] | None = None
         # Keeps every request inside the model's window, compacting the session when needed.
         self.context = ContextKeeper(
             state=state,
@@ -249,7 +251,7 @@ class TurnLoop:
             stop_reason = await self._loop()
         except asyncio.CancelledError:
             ending = self._stop_ending()
-        except services.TurnFenced:
+        except turn_store.TurnFenced:
             ending = self._fenced_ending()
         except ToolsUnavailable as refused:
             ending = self._finish(Turn.Status.ERROR, "tools_unavailable", error=str(refused), code="tools_unavailable")
@@ -267,7 +269,7 @@ class TurnLoop:
         """Run the turn's ending; one whose writes fail ends anyway, with `error` and `done` said."""
         try:
             await _to_the_end(ending)
-        except services.TurnFenced:
+        except turn_store.TurnFenced:
             await _to_the_end(self._fenced_ending())
         except Exception as exc:
             if not storage_failure(exc):
@@ -300,7 +302,7 @@ class TurnLoop:
 
         async def end_write() -> None:
             await db_call(
-                services.turn_finish,
+                turn_store.turn_finish,
                 turn_id=self.state.turn_id,
                 status=Turn.Status.ERROR,
                 stop_reason=STORAGE_ERROR,
@@ -481,7 +483,7 @@ class TurnLoop:
         await self._writes_settle()
         if not calls:
             # Asked for no tool call, so the turn ends now: its message is stored with the end (`_finish`).
-            self._last_answer = services.LastAnswer(
+            self._last_answer = turn_store.LastAnswer(
                 session_id=self.state.session_id,
                 message=content or None,
                 context_tokens=context_tokens,
@@ -489,7 +491,7 @@ class TurnLoop:
             )
             return content
         started_ids = await db_call(
-            services.turn_progress,
+            turn_store.turn_progress,
             turn_id=self.state.turn_id,
             iterations=self.state.iterations,
             usage=dict(self.state.usage),
@@ -666,7 +668,7 @@ class TurnLoop:
         # Its `started` row was written with the model's message (`_model_call`), or is written now.
         activity_id, _tool = self._ledger_started.pop(block["id"], (None, ""))
         if activity_id is None:
-            activity_id = await db_call(services.activity_start, **self._ledger_row(block))
+            activity_id = await db_call(ledger.activity_start, **self._ledger_row(block))
         try:
             context = dataclasses.replace(self.state.tool_context(), tool_use_id=block["id"], elicitor=self.elicitor)
             held = await self.actions.hold(spec, arguments, tool_use_id=block["id"]) if spec else None
@@ -725,7 +727,7 @@ class TurnLoop:
         )
 
     def _ledger_row(self, block: Block) -> dict[str, Any]:
-        """The arguments of the call's `started` ledger row (`services.activity_start`)."""
+        """The arguments of the call's `started` ledger row (`ledger.activity_start`)."""
         spec = self.hub.spec(block["name"])
         return {
             "correlation_id": self.state.turn_id,
@@ -741,7 +743,7 @@ class TurnLoop:
     async def _ledger_finish(self, activity_id: int, outcome: ToolOutcome) -> None:
         end = _activity_end(activity_id, outcome)
         await db_call(
-            services.activity_finish,
+            ledger.activity_finish,
             activity_id=end.activity_id,
             state=end.state,
             result=end.result,
@@ -760,11 +762,11 @@ class TurnLoop:
         await self._writes_settle()
         await self._message_write(role, content)[0]
 
-    def _message_write(self, role: str, content: list[Block]) -> tuple[Awaitable[None], list[services.ActivityEnd]]:
+    def _message_write(self, role: str, content: list[Block]) -> tuple[Awaitable[None], list[ledger.ActivityEnd]]:
         """The write storing a message, and the ledger outcomes it takes along (those not yet written)."""
         ended, self._ledger_ended = self._ledger_ended, []
         write = db_call(
-            services.message_append,
+            turn_store.message_append,
             session_id=self.state.session_id,
             turn_id=self.state.turn_id,
             role=role,
@@ -881,7 +883,7 @@ class TurnLoop:
         # ending on an error): one write, refused whole if the turn is no longer this process's.
         try:
             await db_call(
-                services.turn_finish,
+                turn_store.turn_finish,
                 turn_id=self.state.turn_id,
                 status=status,
                 stop_reason=stop_reason,
@@ -922,8 +924,8 @@ class TurnLoop:
         while True:
             await asyncio.sleep(HEARTBEAT_SECONDS)
             try:
-                await db_call(services.turn_heartbeat, turn_id=self.state.turn_id)
-            except services.TurnFenced:
+                await db_call(turn_store.turn_heartbeat, turn_id=self.state.turn_id)
+            except turn_store.TurnFenced:
                 self.fenced = True
                 if self._task is not None:
                     self._task.cancel()
@@ -964,8 +966,8 @@ def _tools_unavailable_message(unreachable: list[UnreachableServer]) -> str:
     )
 
 
-def _activity_end(activity_id: int, outcome: ToolOutcome) -> services.ActivityEnd:
-    return services.ActivityEnd(
+def _activity_end(activity_id: int, outcome: ToolOutcome) -> ledger.ActivityEnd:
+    return ledger.ActivityEnd(
         activity_id=activity_id,
         state=outcome.state,
         result=outcome.record,

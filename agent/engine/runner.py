@@ -20,20 +20,21 @@ from typing import Any
 
 from django.conf import settings
 
-from agent import presence, services
+from agent import presence
 from agent.budget import INVESTIGATION_ORIGIN, Admission, BudgetKind, BudgetRefused, PeerAllowance
-from agent.db import db_call, db_through_cancel
+from agent.conversation.events import Done, Event
+from agent.conversation.outcomes import CUTOFF_INTERRUPTED, cutoff_cancelled
+from agent.elicitation.types import Answerer
 from agent.engine.budgets import Budgets
-from agent.engine.events import Done, Event
 from agent.engine.loop import TurnLoop, TurnState
 from agent.engine.prompt import PersonaFileError, system_prompt_build
 from agent.engine.thinking import ThinkingSettings
 from agent.llm import NOT_CONFIGURED_MESSAGE, LLMNotConfigured, llm_client
-from agent.redaction import redact
-from agent.tools.elicitation import Answerer
+from agent.store import sessions as session_store
 from agent.tools.hub import ToolHub, tool_hub
-from agent.tools.outcomes import CUTOFF_INTERRUPTED, cutoff_cancelled
 from agent.tools.provenance import origin_capability
+from common.db import db_call, db_through_cancel
+from common.redaction import redact
 
 logger = logging.getLogger("agent.engine")
 
@@ -253,9 +254,9 @@ async def turn_start(
         )
     except BudgetRefused as refused:
         raise TurnRejected(refused.code, refused.message, retry_after=refused.retry_after) from None
-    except services.SessionNotFound:
+    except session_store.SessionNotFound:
         raise TurnRejected("session_not_found", f"There is no session with id {session_id}.") from None
-    except services.SessionBusy:
+    except session_store.SessionBusy:
         raise TurnRejected(
             "session_busy",
             "Hermes is still answering in this session: wait for that turn to finish (or stop it), then ask again.",
@@ -307,21 +308,21 @@ async def turn_start(
     return handle
 
 
-async def _begin_uncancelled(**begin: Any) -> services.TurnBegun:
-    """`services.turn_begin`, which a cancelled caller cannot leave half done.
+async def _begin_uncancelled(**begin: Any) -> session_store.TurnBegun:
+    """`session_store.turn_begin`, which a cancelled caller cannot leave half done.
 
     Cancelling the await does not stop the database thread: the question would be stored and its
     turn left `running`, with no task to run it, until this process ends. So the storing finishes,
     and a turn nobody will run is closed before the cancellation goes on.
     """
 
-    async def close(begun: services.TurnBegun) -> None:
+    async def close(begun: session_store.TurnBegun) -> None:
         presence.turn_running_discard(begun.turn_id)
         await db_call(
-            services.turns_interrupt, turn_ids=[begun.turn_id], error="The caller went away before the turn started."
+            presence.turns_interrupt, turn_ids=[begun.turn_id], error="The caller went away before the turn started."
         )
 
-    return await db_through_cancel(db_call(services.turn_begin, **begin), undo=close)
+    return await db_through_cancel(db_call(session_store.turn_begin, **begin), undo=close)
 
 
 def _turn_ended(turn_id: uuid.UUID) -> None:
@@ -349,7 +350,7 @@ async def turns_shutdown(*, reason: str = "Hermes was stopped while answering.",
         # Bounded, and its failure only logged: a database that is gone must not hold the shutdown
         # up (the process's next start, or the next question, interrupts these turns anyway).
         try:
-            await asyncio.wait_for(db_call(services.turns_interrupt, turn_ids=late, error=reason), LATE_WRITE_SECONDS)
+            await asyncio.wait_for(db_call(presence.turns_interrupt, turn_ids=late, error=reason), LATE_WRITE_SECONDS)
         except Exception as exc:
             logger.warning("Could not mark %d turn(s) interrupted at shutdown: %s", len(late), exc)
     return len(handles)

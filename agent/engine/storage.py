@@ -6,7 +6,7 @@ system gone read-only) ends the turn `error` with the code `storage_error`: its 
 or not that worked, and an end not yet stored is tried again a bounded number of times, since the
 database may come back within seconds. A turn whose end could not be written stays
 `running` in the database with no task behind it; this process's next sweep (a question in its
-session, a Stop) finds it not running here and marks it `interrupted` (agent/services.py).
+session, a Stop) finds it not running here and marks it `interrupted` (agent/store/).
 
 A turn that another process declared interrupted is fenced (`services.TurnFenced`): it writes nothing
 more, and its followers hear that it was interrupted.
@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable
 
 from django import db
 
-from agent.services import TurnFenced
+from agent.store.turns import TurnFenced
 
 logger = logging.getLogger("agent.engine")
 

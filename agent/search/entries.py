@@ -1,6 +1,6 @@
 """The search index's writes: what text of a message or a tool call is searchable, and its entry.
 
-Each entry's text goes through `agent.redaction.redact` here (and again on the way to the column,
+Each entry's text goes through `common.redaction.redact` here (and again on the way to the column,
 `RedactedTextField`), so the index holds only what the redacted tables hold. The highlight markers
 the query asks the database for (`HIGHLIGHT_START`, `HIGHLIGHT_STOP`) are stripped from the text,
 so content can never pose as a highlight.
@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from agent.models import Activity, AgentSession, Message, SearchEntry
-from agent.redaction import redact
+from common.redaction import redact
 
 # Control characters no text of ours contains: the database wraps matches in them, and the snippet
 # renderer turns them into <mark> after escaping everything else.
@@ -54,7 +54,7 @@ def tool_call_text(*, tool: str, arguments: Any) -> str:
 
 
 def tool_result_text(result: Any) -> str:
-    """The readable part of a ledger result record (`agent.tools.results`): its text content, its
+    """The readable part of a ledger result record (`agent.conversation.results`): its text content, its
     structured content, or the error that stood for it."""
     if not isinstance(result, dict):
         return ""

@@ -5,9 +5,9 @@ The turn engine needs only `tool_hub()` (or a `ToolHub` it was given), `ToolSpec
 
 from __future__ import annotations
 
+from agent.conversation.outcomes import ToolOutcome
 from agent.tools.config import MCPConfigError, ServerConfig
 from agent.tools.hub import ServerStatus, ToolHub, ToolSpec, tool_hub, tool_hub_close
-from agent.tools.outcomes import ToolOutcome
 
 __all__ = [
     "MCPConfigError",

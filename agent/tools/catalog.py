@@ -15,9 +15,12 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from agent import selectors, services
-from agent.db import db_call
+from django.utils import timezone
+
+from agent import selectors
+from agent.tools import catalog
 from agent.tools.config import ServerConfig
+from common.db import db_call
 
 logger = logging.getLogger(__name__)
 
@@ -42,7 +45,7 @@ class ToolCatalog:
         if not self.persisted:
             return
         try:
-            await db_call(services.tool_catalog_save, server=config.name, target=config.target, tools=entries)
+            await db_call(catalog.tool_catalog_save, server=config.name, target=config.target, tools=entries)
         except Exception as exc:  # the catalog is a fallback: a database hiccup must not fail a listing
             logger.warning("could not store the tool list of MCP server %r: %s", config.name, exc)
 
@@ -59,3 +62,10 @@ class ToolCatalog:
         if stored is not None:
             self._known[config.name] = stored
         return stored
+
+
+def tool_catalog_save(*, server: str, target: str, tools: list[dict[str, Any]]) -> None:
+    """Keep `server`'s latest tool list (replacing the one before), for processes that find it down."""
+    ToolCatalog.objects.update_or_create(
+        server=server, defaults={"target": target, "tools": tools, "listed_at": timezone.now()}
+    )

@@ -44,11 +44,11 @@ from urllib.parse import urlsplit, urlunsplit
 
 from django.conf import settings
 
-from agent.redaction import MIN_SECRET_LENGTH
 from agent.tools.envelopes import envelope_get, envelope_names
 from agent.tools.oauth.settings import OAuthConfig, OAuthConfigError, oauth_config_parse
 from agent.tools.policy import ToolPolicy, tool_withheld_report
 from agent.tools.protocol import AUTO, PROTOCOL_CHOICES
+from common.redaction import MIN_SECRET_LENGTH
 
 logger = logging.getLogger(__name__)
 

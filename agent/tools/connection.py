@@ -35,14 +35,14 @@ from mcp.types import (
 )
 from mcp_types import RequestParamsMeta
 
-from agent.keepalive import KEEPALIVE_SECONDS
+from agent.elicitation.types import ElicitationAnswer
 from agent.tools.config import ServerConfig
-from agent.tools.elicitation import ElicitationAnswer
 from agent.tools.oauth.providers import OAuthConnectNeeded, oauth_auth
 from agent.tools.protocol import protocol_mode
 from agent.tools.sends import SendNotingTransport
 from agent.tools.stderr import StderrRelay
 from agent.version import NAME, hermes_version
+from common.keepalive import KEEPALIVE_SECONDS
 
 logger = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from agent.tools.elicitation import Elicitor
+from agent.elicitation.types import Elicitor
 from agent.tools.provenance import Capability
 
 

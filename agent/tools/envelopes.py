@@ -15,8 +15,8 @@ from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from agent.conversation.outcomes import ToolOutcome
     from agent.tools.config import ServerConfig
-    from agent.tools.outcomes import ToolOutcome
 
 
 class ResultEnvelope(ABC):

@@ -25,28 +25,28 @@ from typing import Any
 from django.conf import settings
 from mcp.types import CallToolResult, Tool
 
-from agent import metrics
-from agent.logs import log_event
-from agent.redaction import redact_value, redaction_key, secrets_register
-from agent.tools.catalog import ToolCatalog
-from agent.tools.config import ServerConfig, Transport, mcp_servers_from_settings
-from agent.tools.connection import CORRELATION_META_KEY, CallElicitor, MCPCallError, ServerConnection
-from agent.tools.context import ToolCallContext
-from agent.tools.elicitation import ElicitationAnswer, ElicitationAsk, ElicitSchemaError, elicit_fields_parse
-from agent.tools.elicitation_bounds import elicitation_oversize, elicitation_oversize_note
-from agent.tools.envelopes import envelope_get
-from agent.tools.local import LOCAL_SERVER, LocalTool, local_tool_name_check, local_tools_from_settings
-from agent.tools.names import ToolNameMap
-from agent.tools.oauth.providers import Browser, oauth_auth
-from agent.tools.outcomes import ToolOutcome, outcome_unknown_advice
-from agent.tools.provenance import tool_is_execution_request, tool_offered
-from agent.tools.results import (
+from agent.conversation.outcomes import ToolOutcome, outcome_unknown_advice
+from agent.conversation.results import (
     tool_error_blocks,
     tool_error_record,
     tool_result_blocks,
     tool_result_record,
     tool_result_structured,
 )
+from agent.elicitation.bounds import elicitation_oversize, elicitation_oversize_note
+from agent.elicitation.types import ElicitationAnswer, ElicitationAsk, ElicitSchemaError, elicit_fields_parse
+from agent.tools.catalog import ToolCatalog
+from agent.tools.config import ServerConfig, Transport, mcp_servers_from_settings
+from agent.tools.connection import CORRELATION_META_KEY, CallElicitor, MCPCallError, ServerConnection
+from agent.tools.context import ToolCallContext
+from agent.tools.envelopes import envelope_get
+from agent.tools.local import LOCAL_SERVER, LocalTool, local_tool_name_check, local_tools_from_settings
+from agent.tools.names import ToolNameMap
+from agent.tools.oauth.providers import Browser, oauth_auth
+from agent.tools.provenance import tool_is_execution_request, tool_offered
+from common import metrics
+from common.logs import log_event
+from common.redaction import redact_value, redaction_key, secrets_register
 
 logger = logging.getLogger(__name__)
 

@@ -29,7 +29,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
-from agent.logs import log_event
+from common.logs import log_event
 
 logger = logging.getLogger(__name__)
 

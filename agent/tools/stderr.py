@@ -4,7 +4,7 @@ The SDK's `stdio_client` hands the child process whatever `errlog` file it is gi
 Hermes's own stderr, so anything a server printed (a token in a startup banner, a traceback quoting
 a credential) went out raw, past the log filters and in no log format. Each stdio connection gets a
 pipe instead; a thread reads it and logs every line through `agent.tools.stderr` (level INFO), so
-the line is redacted (`agent.logs.RedactFilter`), formatted and tagged with the server's name like
+the line is redacted (`common.logs.RedactFilter`), formatted and tagged with the server's name like
 any other record. Lines are capped at `MAX_LINE_CHARS`.
 
 A thread, not a task: the pipe is read with blocking calls, and the thread ends by itself at EOF,

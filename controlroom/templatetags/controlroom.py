@@ -15,8 +15,8 @@ from django.utils import timezone
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.timesince import timesince
 
-from controlroom import dom
-from controlroom.markdown import markdown_render
+from common import dom
+from common.markdown import markdown_render
 
 register = template.Library()
 
@@ -66,7 +66,7 @@ def short_id(value: Any) -> str:
     return str(value).split("-")[0]
 
 
-# DOM ids and classes come from `controlroom.dom`, which the consumers also use to target their
+# DOM ids and classes come from `common.dom`, which the consumers also use to target their
 # updates: registered as they are, a page and what is sent to it cannot disagree.
 for _dom_function in (
     dom.turn_dom_id,

@@ -17,16 +17,17 @@ from django.views.decorators.http import require_GET, require_POST
 
 from access.refusals import refusal_note
 from agent.proposals import proposals_recent
-from controlroom import fragments, selectors
-from controlroom.approvals import approval_decide, approvals_listed
+from controlroom import fragments
 from controlroom.forms import DecisionForm
 from controlroom.identity import operator_name
-from controlroom.models import ApprovalDecision
-from controlroom.proposals import proposal_settle
-from controlroom.rail import ApprovalState
-from controlroom.relay import oikos_relay
-from controlroom.transcript import ApprovalItem
 from controlroom.views.context import DRAWER_SESSION_KEY, HtmxHttpRequest, conversation_context, redirect_back
+from oikos import selectors as oikos_selectors
+from oikos.approvals import approval_decide, approvals_listed
+from oikos.models import ApprovalDecision
+from oikos.proposals import proposal_settle
+from oikos.rail import ApprovalState
+from oikos.relay import oikos_relay
+from transcript.view import ApprovalItem
 
 
 @require_POST
@@ -106,7 +107,7 @@ async def approvals_page(request: HttpRequest) -> HttpResponse:
     drawer = await database_sync_to_async(conversation_context)(
         session_id=_uuid(session), place="drawer", follow_approvals=True
     )
-    decisions = await database_sync_to_async(selectors.approval_decisions_recent)()
+    decisions = await database_sync_to_async(oikos_selectors.approval_decisions_recent)()
     proposed = await database_sync_to_async(proposals_recent)()
     context = {
         "operator": operator_name(request),

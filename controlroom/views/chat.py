@@ -13,7 +13,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import push_url, reswap, retarget
 
-from agent.elicitations import elicitation_by_operator
+from agent.elicitation.store import elicitation_by_operator
 from agent.engine.runner import TurnRejected, turn_start
 from agent.live import turn_registry
 from controlroom import selectors

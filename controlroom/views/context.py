@@ -15,7 +15,8 @@ from django_htmx.middleware import HtmxDetails
 
 from agent.llm import NOT_CONFIGURED_MESSAGE, llm_configured
 from controlroom import selectors
-from controlroom.approvals import approvals_confirmed
+from oikos.approvals import approvals_confirmed
+from transcript import selectors as transcript_selectors
 
 
 class HtmxHttpRequest(HttpRequest):
@@ -54,8 +55,12 @@ def conversation_context(
     """
     # One read of the session row for the header, the meter and the composer's model.
     head = selectors.session_head(session_id=session_id) if session_id else None
-    shown = selectors.DRAWER_TURNS_SHOWN if place == "drawer" else selectors.SESSION_TURNS_SHOWN
-    page = selectors.session_turns_page(session_id=session_id, before=before, limit=shown) if session_id else None
+    shown = selectors.DRAWER_TURNS_SHOWN if place == "drawer" else transcript_selectors.SESSION_TURNS_SHOWN
+    page = (
+        transcript_selectors.session_turns_page(session_id=session_id, before=before, limit=shown)
+        if session_id
+        else None
+    )
     turns = page.turns if page else []
     earlier = page is not None and page.before is not None
     query = {"session": str(session_id)} if session_id and not earlier else {}

@@ -2,7 +2,7 @@
 
 The card's form posts the fields under `f:<name>` (a server's field names never collide with the
 form's own `action` and CSRF token) and the button pressed as `action`. The answer is stored
-first, then the turn waiting for it is woken, wherever it runs (`agent.elicitations`).
+first, then the turn waiting for it is woken, wherever it runs (`agent.elicitation.store`).
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from django.utils.html import format_html
 from django.views.decorators.http import require_POST
 
 from access.refusals import refusal_note
-from agent import elicitations
-from agent.tools.elicitation import ACTIONS, ElicitContentError
-from controlroom import dom
+from agent.elicitation import store as elicitations
+from agent.elicitation.types import ACTIONS, ElicitContentError
+from common import dom
 from controlroom.identity import operator_name
 from controlroom.views.context import HtmxHttpRequest, redirect_back
 

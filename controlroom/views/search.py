@@ -9,8 +9,8 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from agent.search.query import LIMIT_MAX, SearchHit, search_run
+from common.dom import turn_link
 from controlroom import selectors
-from controlroom.dom import turn_link
 from controlroom.forms import SearchForm
 from controlroom.views.pages import around_page
 

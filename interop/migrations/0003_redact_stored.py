@@ -24,8 +24,8 @@ STORED_RAW = (
 
 
 def stored_secrets_redact(apps: Any, schema_editor: BaseDatabaseSchemaEditor | None) -> None:
-    from agent.redaction import redact_value, secret_values, secrets_register
     from agent.tools.config import MCPConfigError, mcp_servers_from_settings
+    from common.redaction import redact_value, secret_values, secrets_register
 
     # A broken MCP config file only loses its own credentials here; Hermes reports it at start-up.
     with contextlib.suppress(MCPConfigError):

@@ -37,7 +37,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from agent.redaction import redact
+from common.redaction import redact
 from interop.server.auth import PEER_SCOPE_KEY
 from interop.server.card import JSONRPC_PATH, REST_PREFIX, a2a_card, card_base_url, card_response
 from interop.server.conversation import (

@@ -4,7 +4,7 @@ The SDK's JSON-RPC and HTTP+JSON handlers, and Starlette's `request.json()` unde
 routes, parse whatever arrives: JSON nested a few thousand levels deep exhausted the parser's
 recursion (a 500 on `/a2a/tasks`, an "internal error" from JSON-RPC), a body that is not UTF-8 made
 the HTTP+JSON binding answer 500, and each left a traceback in the log. Here every non-empty body
-passes the same checks as the HTTP API's (`agent.api.bodies.json_document_parse`: UTF-8, depth,
+passes the same checks as the HTTP API's (`api.bodies.json_document_parse`: UTF-8, depth,
 valid and finite JSON, storable text) and a declared media type other than JSON gets 415 — all
 before the request reaches either dialect, and answered in the error shape of the route asked:
 
@@ -23,7 +23,7 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from agent.api.bodies import JsonRefused, json_document_parse
+from access.documents import JsonRefused, json_document_parse
 from interop.server.card import JSONRPC_PATH, REST_PREFIX
 
 # Refusals of input are logged as the edge's are: one line each, only so many a minute (access.refusal_logs).

@@ -30,13 +30,13 @@ from dataclasses import dataclass
 from channels.db import database_sync_to_async
 from django.conf import settings
 
-from agent.db import db_through_cancel
+from agent.conversation.events import Event
 from agent.engine.budgets import Budgets
-from agent.engine.events import Event
 from agent.engine.runner import TurnHandle, TurnRejected, turn_start
 from agent.live import turn_registry
-from agent.redaction import redact
 from agent.selectors import turn_status
+from common.db import db_through_cancel
+from common.redaction import redact
 from interop import services
 from interop.peers import peer_allowance, peer_may_propose, peer_rate_limit
 from interop.services import ConversationRefused

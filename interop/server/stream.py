@@ -28,8 +28,8 @@ from typing import Any
 from a2a.server.tasks import TaskUpdater
 from a2a.types import Part, TaskState
 
-from agent.engine.events import Done, Event, TextDelta, ToolResult, ToolUse
-from agent.redaction import redact, secret_values
+from agent.conversation.events import Done, Event, TextDelta, ToolResult, ToolUse
+from common.redaction import redact, secret_values
 
 # At most this many artifact updates per second and task (each one is a task write).
 CHUNK_SECONDS = 0.1

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from agent.engine.events import Event
+from agent.conversation.events import Event
 from agent.engine.runner import TurnHandle, turn_start
 from agent.tools import ToolHub
 

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from channels.db import database_sync_to_async
 
-from agent import elicitations
-from agent.elicitations import elicitation_by_operator
-from agent.engine.events import Done, ElicitationEvent, Event, ToolResult
+from agent.conversation.events import Done, ElicitationEvent, Event, ToolResult
+from agent.elicitation import store as elicitations
+from agent.elicitation.store import elicitation_by_operator
 from agent.engine.runner import TurnHandle, turn_start
 from agent.models import Elicitation
 from agent.tools import ToolHub

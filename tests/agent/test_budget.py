@@ -13,7 +13,7 @@ from django.test import AsyncClient, Client
 from pytest_django.fixtures import Settings
 
 from agent.budget import budget_check
-from agent.engine.events import Done
+from agent.conversation.events import Done
 from agent.engine.runner import TurnRejected, turn_start
 from agent.models import AgentSession, Turn
 from agent.prices import model_prices, turn_cost

@@ -13,12 +13,12 @@ from django.db import connection
 from django.test import Client
 from pytest_django.fixtures import Settings
 
-from agent import services
 from agent.budget import Admission, BudgetRefused, PeerAllowance, spend_today
+from agent.conversation.events import Done
 from agent.doctor.checks import budget_doctor_check
-from agent.engine.events import Done
 from agent.engine.runner import TurnHandle, TurnRejected, turn_start
 from agent.models import AgentSession, Turn
+from agent.store import sessions as session_store
 from agent.tools import ToolHub
 from tests.fakes import FakeAnthropic, Reply
 
@@ -37,7 +37,7 @@ def _begin(admission: Admission, outcomes: list[int | str], barrier: threading.B
     """One question racing the others into `turn_begin`, on a thread (and connection) of its own."""
     try:
         barrier.wait()
-        begun = services.turn_begin(
+        begun = session_store.turn_begin(
             session_id=None, actor="operator:ana", origin="ui", text="is caddy up?", model="claude-sonnet-5",
             admission=admission,
         )  # fmt: skip
@@ -76,7 +76,7 @@ class TestAdmission:
         _spent(1_000)
 
         with pytest.raises(BudgetRefused) as refused:
-            services.turn_begin(
+            session_store.turn_begin(
                 session_id=None, actor="operator:ana", origin="ui", text="and now?", model="claude-sonnet-5",
                 admission=Admission(kind="interactive", turn_tokens=3_000),
             )  # fmt: skip

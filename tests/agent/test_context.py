@@ -1,4 +1,4 @@
-"""The model's view of a stored session (`agent.engine.context`): what is sent once a session was compacted."""
+"""The model's view of a stored session (`agent.conversation.context`): what is sent once a session was compacted."""
 
 from __future__ import annotations
 
@@ -6,14 +6,14 @@ import uuid
 
 from pytest_django.fixtures import Settings
 
-from agent.engine.context import (
+from agent.conversation.context import (
     SUMMARY_HEADER,
     SessionContext,
     StoredMessage,
     context_window,
     context_window_learn,
 )
-from agent.engine.history import messages_for_api
+from agent.conversation.history import messages_for_api
 from tests.fakes import DEFAULT_MODELS
 from tests.fakes.anthropic_validation import request_problem
 

@@ -12,17 +12,17 @@ import pytest
 from channels.db import database_sync_to_async
 from pytest_django.fixtures import Settings as SettingsWrapper
 
-from agent import elicitations
-from agent.engine.elicitations import NO_OPERATOR, TurnElicitor
-from agent.engine.events import ElicitationEvent, Event
-from agent.models import Activity, AgentSession, Elicitation
-from agent.tools.elicitation import (
+from agent.conversation.events import ElicitationEvent, Event
+from agent.elicitation import store as elicitations
+from agent.elicitation.turn import NO_OPERATOR, TurnElicitor
+from agent.elicitation.types import (
     ElicitationAsk,
     ElicitContentError,
     ElicitSchemaError,
     elicit_content_validate,
     elicit_fields_parse,
 )
+from agent.models import Activity, AgentSession, Elicitation
 from tests.fakes.mcp_servers import DeployDetails
 
 SCHEMA = DeployDetails.model_json_schema()

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.management.terminal_elicitation import NO_INPUT, NOT_INTERACTIVE, TerminalAnswerer
-from agent.tools.elicitation import ElicitationAsk, ElicitationRecord, elicit_fields_parse
+from agent.elicitation.terminal import NO_INPUT, NOT_INTERACTIVE, TerminalAnswerer
+from agent.elicitation.types import ElicitationAsk, ElicitationRecord, elicit_fields_parse
 from tests.fakes import FakeAnthropic, Reply
 from tests.fakes.mcp_fixtures import http_server_entry
 from tests.fakes.mcp_servers import DeployDetails, MCPTestServer, build_asking_server

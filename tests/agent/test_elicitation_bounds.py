@@ -10,12 +10,8 @@ from typing import Any
 import pytest
 from channels.db import database_sync_to_async
 
-from agent.engine.events import ElicitationEvent
-from agent.engine.runner import turn_start
-from agent.models import Activity, Elicitation
-from agent.tools import ToolHub
-from agent.tools.elicitation import ElicitationAnswer, ElicitationRecord
-from agent.tools.elicitation_bounds import (
+from agent.conversation.events import ElicitationEvent
+from agent.elicitation.bounds import (
     MAX_DEPTH,
     MAX_ENUM_ENTRIES,
     MAX_LABEL_CHARS,
@@ -23,6 +19,10 @@ from agent.tools.elicitation_bounds import (
     MAX_SCHEMA_CHARS,
     elicitation_oversize,
 )
+from agent.elicitation.types import ElicitationAnswer, ElicitationRecord
+from agent.engine.runner import turn_start
+from agent.models import Activity, Elicitation
+from agent.tools import ToolHub
 from tests.agent.conftest import turn_collect
 from tests.fakes import FakeAnthropic, Reply
 from tests.fakes.mcp_fixtures import WriteMCPConfig, http_server_entry

@@ -10,13 +10,13 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 from channels.db import database_sync_to_async
 
-from agent.engine.elicitations import NO_OPERATOR
-from agent.engine.events import ElicitationEvent
+from agent.conversation.events import ElicitationEvent
+from agent.elicitation.turn import NO_OPERATOR
+from agent.elicitation.types import ElicitationAnswer, ElicitationAsk, ElicitationRecord
 from agent.engine.runner import turn_start
 from agent.models import Elicitation
 from agent.tools import ToolHub
 from agent.tools.context import ToolCallContext
-from agent.tools.elicitation import ElicitationAnswer, ElicitationAsk, ElicitationRecord
 from tests.agent.conftest import turn_collect
 from tests.fakes import FakeAnthropic, Reply
 from tests.fakes.mcp_fixtures import WriteMCPConfig, http_server_entry

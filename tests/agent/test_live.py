@@ -14,7 +14,7 @@ from channels.layers import BaseChannelLayer, InMemoryChannelLayer
 from channels_redis.core import RedisChannelLayer
 from pytest_django.fixtures import Settings
 
-from agent.engine.events import Done, TextDelta
+from agent.conversation.events import Done, TextDelta
 from agent.engine.runner import TurnHandle, turn_start
 from agent.live import LISTENERS_RECHECK_SECONDS, LiveTurn, TurnRegistry, session_group
 from agent.models import AgentSession

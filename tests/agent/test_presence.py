@@ -14,7 +14,7 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from agent import presence, services
+from agent import presence
 from agent.models import AgentSession, Instance, Turn
 
 
@@ -104,7 +104,7 @@ class TestOrphanedTurns:
         stale_far = running_turn(elsewhere.id, beat_age=3600)
         ownerless = running_turn(None, beat_age=3600)
 
-        ended = services.turns_interrupt_orphaned(stale_after=90)
+        ended = presence.turns_interrupt_orphaned(stale_after=90)
 
         assert set(ended) == {orphan.id, stale_far.id, ownerless.id}
         statuses = dict(Turn.objects.values_list("id", "status"))
@@ -114,7 +114,7 @@ class TestOrphanedTurns:
     def test_a_turn_this_process_owns_but_no_longer_runs_is_interrupted(self) -> None:
         mine = presence.presence_current().instance_id
         forgotten = running_turn(mine)
-        assert services.turns_interrupt_orphaned() == [forgotten.id]
+        assert presence.turns_interrupt_orphaned() == [forgotten.id]
 
 
 @pytest.mark.django_db
@@ -132,7 +132,7 @@ def test_rows_of_processes_that_stopped_long_ago_are_pruned_at_the_next_announce
     long_ago = instance(pid=1, stopped_at=timezone.now() - datetime.timedelta(days=2))
     recently = instance(pid=1, stopped_at=timezone.now() - datetime.timedelta(hours=1))
     crashed = instance(pid=1)
-    services.instance_announce(role="ask", host=presence.host_identity(), pid=2, pid_started="", lock_key=None)
+    presence.instance_announce(role="ask", host=presence.host_identity(), pid=2, pid_started="", lock_key=None)
     left = set(Instance.objects.values_list("id", flat=True))
     assert long_ago.id not in left
     assert {recently.id, crashed.id} <= left

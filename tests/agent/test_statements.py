@@ -1,4 +1,4 @@
-"""The turn's hot writes (`agent.statements`) store exactly what the ORM stores.
+"""The turn's hot writes (`common.statements`) store exactly what the ORM stores.
 
 Each row is written twice, once through a statement and once through `Model.objects.create()` /
 `QuerySet.update()` with the same values, and the two are compared column by column as the
@@ -19,7 +19,7 @@ from django.db import connection, models
 from django.utils import timezone
 
 from agent.models import Activity, AgentSession, Message, SearchEntry, Turn
-from agent.statements import Insert, Update
+from common.statements import Insert, Update
 
 pytestmark = pytest.mark.django_db
 

@@ -11,7 +11,7 @@ import pytest
 from channels.db import database_sync_to_async
 from pytest_django.fixtures import Settings
 
-from agent.engine.events import Done, Event, TextDelta, ThinkingDelta
+from agent.conversation.events import Done, Event, TextDelta, ThinkingDelta
 from agent.engine.runner import TurnRejected, turn_start
 from agent.engine.thinking import ThinkingSettings, model_family, thinking_params, thinking_settled_strip
 from agent.models import AgentSession, Message, Turn

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from pytest_django.fixtures import Settings as DjangoSettings
 
-from agent import keepalive
 from agent.tools import MCPConfigError, ToolHub, ToolOutcome, tool_hub, tool_hub_close
 from agent.tools.config import ServerConfig
 from agent.tools.names import TOOL_NAME_PATTERN
+from common import keepalive
 from tests.fakes.cuttable_proxy import CuttableProxy
 from tests.fakes.mcp_fixtures import WriteMCPConfig, http_server_entry, stdio_server_entry
 from tests.fakes.mcp_servers import SLOW_IN_FLIGHT, TOPOLOGY_PNG, MCPTestServer

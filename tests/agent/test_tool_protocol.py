@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
+from agent.elicitation.types import ElicitationAnswer, ElicitationAsk
 from agent.tools import ToolHub
 from agent.tools.config import MCPConfigError, mcp_config_parse
 from agent.tools.context import ToolCallContext
-from agent.tools.elicitation import ElicitationAnswer, ElicitationAsk
 from tests.fakes.mcp_fixtures import WriteMCPConfig, http_server_entry
 from tests.fakes.mcp_servers import MCPTestServer, build_session_asking_server
 

@@ -13,7 +13,7 @@ from mcp.types import (
     TextResourceContents,
 )
 
-from agent.tools.results import tool_result_blocks, tool_result_record, tool_result_structured
+from agent.conversation.results import tool_result_blocks, tool_result_record, tool_result_structured
 
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
 

@@ -12,8 +12,8 @@ import pytest
 from channels.db import database_sync_to_async
 from pytest_django.fixtures import Settings
 
-from agent import services
-from agent.engine.events import Done, Error, Event
+from agent import presence
+from agent.conversation.events import Done, Error, Event
 from agent.engine.runner import turn_start
 from agent.models import Message, Turn
 from agent.tools import ToolHub
@@ -63,7 +63,7 @@ async def test_a_turn_interrupted_by_another_process_writes_nothing_after_the_ne
 
     # Another process took this one for gone (a database blip hid its presence) and interrupted the
     # turn; the session then took a second question, answered in full.
-    await database_sync_to_async(services.turns_interrupt)(turn_ids=[first.turn_id])
+    await database_sync_to_async(presence.turns_interrupt)(turn_ids=[first.turn_id])
     llm.enqueue(Reply.text("Second turn: the fleet is fine."))
     second = await turn_start(
         text="is the fleet fine?", actor="operator:test", origin="test", session_id=first.session_id, hub=gated_hub

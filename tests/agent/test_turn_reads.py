@@ -7,9 +7,9 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from agent import services
 from agent.models import AgentSession, Message
 from agent.selectors import session_context
+from agent.store import sessions as session_store
 
 pytestmark = pytest.mark.django_db
 
@@ -37,7 +37,7 @@ def test_a_turn_reads_the_session_once_from_its_latest_summary_on() -> None:
     whole = session_context(session).history()
 
     with CaptureQueriesContext(connection) as queries:
-        begun = services.turn_begin(
+        begun = session_store.turn_begin(
             session_id=session.pk, actor="operator:test", origin="test", text="and now?", model="claude-sonnet-5"
         )
 

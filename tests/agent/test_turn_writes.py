@@ -1,4 +1,4 @@
-"""A turn's writes are batched and run off the event loop (`agent.db.db_call`: one SQLite writer
+"""A turn's writes are batched and run off the event loop (`common.db.db_call`: one SQLite writer
 thread, pool-sized threads on PostgreSQL), and the crash-safety order still holds: the question
 before the model is asked, the model's message with the `started` rows of its calls before any
 call is sent, a round's results with their ledger outcomes, stored while the model is asked about
@@ -16,10 +16,10 @@ import pytest
 from channels.db import database_sync_to_async
 from django.db import DatabaseError
 
-from agent import services
-from agent.engine.events import Done, ToolUse
+from agent.conversation.events import Done, ToolUse
 from agent.engine.runner import turn_start
 from agent.models import Activity, Message, Turn
+from agent.store import turns as turn_store
 from agent.tools import ToolHub
 from tests.fakes import FakeAnthropic, Reply
 from tests.fakes.mcp_servers import SLOW_IN_FLIGHT
@@ -73,7 +73,7 @@ class TestResultsStoredBehind:
         self, llm: FakeAnthropic, hub: ToolHub, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         storing, release = threading.Event(), threading.Event()
-        store = services.message_append
+        store = turn_store.message_append
 
         def held(**message: Any) -> None:
             if any(block["type"] == "tool_result" for block in message["content"]):
@@ -81,7 +81,7 @@ class TestResultsStoredBehind:
                 release.wait(10)
             store(**message)
 
-        monkeypatch.setattr(services, "message_append", held)
+        monkeypatch.setattr(turn_store, "message_append", held)
         llm.enqueue(Reply.tool_use("mcp__oikos__slow", {"seconds": 0, "label": "behind"}), Reply.text("Done."))
         handle = await turn_start(text="probe", actor="operator:test", origin="cli", hub=hub)
         try:
@@ -103,14 +103,14 @@ class TestResultsStoredBehind:
     async def test_results_that_could_not_be_stored_end_the_turn_before_another_call_is_sent(
         self, llm: FakeAnthropic, hub: ToolHub, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        store = services.message_append
+        store = turn_store.message_append
 
         def failing(**message: Any) -> None:
             if any(block["type"] == "tool_result" for block in message["content"]):
                 raise DatabaseError("disk I/O error")
             store(**message)
 
-        monkeypatch.setattr(services, "message_append", failing)
+        monkeypatch.setattr(turn_store, "message_append", failing)
         llm.enqueue(
             Reply.tool_use("mcp__oikos__slow", {"seconds": 0, "label": "first"}),
             Reply.tool_use("mcp__oikos__slow", {"seconds": 0, "label": "second"}),

@@ -10,8 +10,8 @@ import uuid
 import pytest
 from channels.db import database_sync_to_async
 
+from agent.conversation.events import Done, Error, Event, TextDelta, ToolResult, ToolUse
 from agent.engine.budgets import Budgets
-from agent.engine.events import Done, Error, Event, TextDelta, ToolResult, ToolUse
 from agent.engine.runner import TurnRejected, turn_start
 from agent.models import Activity, AgentSession, Message, Turn
 from agent.tools import ToolHub

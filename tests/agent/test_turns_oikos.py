@@ -7,7 +7,7 @@ import json
 import pytest
 from channels.db import database_sync_to_async
 
-from agent.engine.events import Approval, Done, TextDelta, ToolResult, ToolUse
+from agent.conversation.events import Approval, Done, TextDelta, ToolResult, ToolUse
 from agent.models import Activity
 from agent.tools import ToolHub
 from oikos_sim.server import RunningSim

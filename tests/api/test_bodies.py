@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from agent.api.bodies import json_nesting_exceeds, text_problem
+from access.documents import json_nesting_exceeds, text_problem
 
 
 class TestNestingDepth:

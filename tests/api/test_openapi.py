@@ -12,7 +12,7 @@ from pathlib import Path
 import jsonschema
 from django.urls import URLPattern, URLResolver, get_resolver
 
-from agent.api.openapi import openapi_document
+from api.openapi import openapi_document
 from tests.api.conftest import Hermes, chat
 from tests.fakes.scripted_models import DegradedInvestigator
 

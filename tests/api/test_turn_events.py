@@ -15,7 +15,7 @@ import httpx2
 import jsonschema
 import pytest
 
-from agent.api.openapi import openapi_document
+from api.openapi import openapi_document
 from tests.api.conftest import SSE_KEEPALIVE, Hermes, SseEvent, SseStream, hermes_env, sse_parse
 from tests.fakes import FakeAnthropic, Reply
 from tests.fakes.daphne import DaphneServer

@@ -13,22 +13,22 @@ from channels.layers import BaseChannelLayer
 from django.template.loader import render_to_string
 from pytest_django.fixtures import Settings
 
-from agent.engine.events import Approval
+from agent.conversation.events import Approval
 from agent.tools import ToolHub
-from controlroom import selectors
-from controlroom.card_context import approval_contexts, approval_contexts_attach, target_facts
-from controlroom.cards import CardContext, CardOrigin, TargetFacts, card_context_for
-from controlroom.models import TargetContext
-from controlroom.rail import ApprovalState
-from controlroom.relay import OikosRelay
+from oikos import selectors as oikos_selectors
+from oikos.card_context import approval_contexts, approval_contexts_attach, target_facts
+from oikos.cards import CardContext, CardOrigin, TargetFacts, card_context_for
+from oikos.models import TargetContext
+from oikos.rail import ApprovalState
+from oikos.relay import OikosRelay
 from oikos_sim.graph import blast_radius
 from oikos_sim.server import RunningSim
 from tests.agent.conftest import ask
-from tests.controlroom.test_oikos import request_execution
-from tests.controlroom.test_relay import _update
 from tests.fakes import FakeAnthropic
 from tests.fakes.oikos_fixtures import OPERATOR_TOKEN
 from tests.fakes.scripted_models import ExecutionRequester
+from tests.oikos.test_client import request_execution
+from tests.oikos.test_relay import _update
 from tests.security.asgi_client import http
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -176,7 +176,7 @@ class TestOrigin:
         assert "affects " in html
 
     def test_no_origin_for_unknown_approvals(self) -> None:
-        assert selectors.approval_origins(approval_ids=["apr-unknown"]) == {}
+        assert oikos_selectors.approval_origins(approval_ids=["apr-unknown"]) == {}
 
 
 class TestRelay:

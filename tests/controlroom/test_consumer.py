@@ -18,7 +18,7 @@ import pytest
 from channels.db import database_sync_to_async
 from channels.layers import BaseChannelLayer
 
-from agent.engine.events import TextDelta
+from agent.conversation.events import TextDelta
 from agent.live import TurnRegistry, session_group, turn_registry
 from agent.models import Message, Turn
 from controlroom import selectors
@@ -29,6 +29,7 @@ from tests.fakes import FakeAnthropic, Reply
 from tests.fakes.channel_layers import live_turn
 from tests.fakes.scripted_models import ExecutionRequester
 from tests.security.asgi_client import http
+from transcript import selectors as transcript_selectors
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -262,7 +263,7 @@ async def test_a_socket_from_another_origin_is_refused(channel_layer: object) ->
 async def test_a_drawers_snapshot_draws_as_many_turns_as_its_page_did(socket: Connect) -> None:
     """The drawer draws fewer turns than a session page; a (re)connecting socket must not put a
     session page's worth back, nor drop to fewer than a session page without being asked."""
-    total = selectors.SESSION_TURNS_SHOWN + 1
+    total = transcript_selectors.SESSION_TURNS_SHOWN + 1
     session, _turn_ids = await database_sync_to_async(session_with_turns)(total)
 
     drawer = await socket(f"/ws/ui/?session={session.id}&turns={selectors.DRAWER_TURNS_SHOWN}")

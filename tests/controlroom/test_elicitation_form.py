@@ -12,11 +12,11 @@ from channels.db import database_sync_to_async
 from django.template.loader import render_to_string
 from django.test import AsyncClient
 
-from agent import elicitations
-from agent.engine.elicitations import TurnElicitor
-from agent.engine.events import ElicitationEvent, Event
+from agent.conversation.events import ElicitationEvent, Event
+from agent.elicitation import store as elicitations
+from agent.elicitation.turn import TurnElicitor
+from agent.elicitation.types import ElicitationAnswer, ElicitationAsk, elicit_fields_parse
 from agent.models import AgentSession
-from agent.tools.elicitation import ElicitationAnswer, ElicitationAsk, elicit_fields_parse
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

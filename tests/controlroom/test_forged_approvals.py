@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from django.test import AsyncClient
 
-from controlroom.dom import approval_dom_class, decide_form_dom_id
-from controlroom.models import ApprovalDecision
+from common.dom import approval_dom_class, decide_form_dom_id
+from oikos.models import ApprovalDecision
 from oikos_sim.server import RunningSim
 from tests.controlroom.conftest import Connect, Frames
 from tests.fakes import FakeAnthropic, Reply

@@ -11,12 +11,12 @@ import pytest
 from channels.db import database_sync_to_async
 from django.utils import timezone
 
+from agent.elicitation.bounds import MAX_DESCRIPTION_CHARS, MAX_FIELDS, MAX_LABEL_CHARS, MAX_MESSAGE_CHARS
+from agent.elicitation.types import ElicitField
 from agent.models import AgentSession, Elicitation, Message, Turn
-from agent.tools.elicitation import ElicitField
-from agent.tools.elicitation_bounds import MAX_DESCRIPTION_CHARS, MAX_FIELDS, MAX_LABEL_CHARS, MAX_MESSAGE_CHARS
 from controlroom import fragments
 from controlroom.frames import FRAME_LIMIT_BYTES, frames_pack
-from controlroom.rail import ApprovalState, RailState
+from oikos.rail import ApprovalState, RailState
 from oikos_sim.server import RunningSim
 from tests.controlroom.conftest import Connect, Frames
 
@@ -70,7 +70,7 @@ class TestAHugeRail:
 
 
 def pending_elicitation(index: int) -> Elicitation:
-    """A question as large as the bounds let one be (`agent.tools.elicitation_bounds`)."""
+    """A question as large as the bounds let one be (`agent.elicitation.bounds`)."""
     fields = [
         ElicitField(
             name=f"field_{index}_{n}",

@@ -12,9 +12,10 @@ from django.db import connection
 from django.test import Client
 from django.utils import timezone
 
-from agent import services
 from agent.models import Activity, AgentSession, Message, Turn
+from agent.store import ledger
 from controlroom import selectors
+from transcript import selectors as transcript_selectors
 
 pytestmark = pytest.mark.django_db
 
@@ -42,7 +43,7 @@ def questions_in(html: str) -> list[int]:
 
 
 def test_a_long_session_opens_on_its_latest_turns_and_links_to_the_earlier_ones(client: Client) -> None:
-    shown = selectors.SESSION_TURNS_SHOWN
+    shown = transcript_selectors.SESSION_TURNS_SHOWN
     session, turn_ids = session_with_turns(shown + 5)
 
     latest = client.get(f"/ui/s/{session.id}/").content.decode()
@@ -61,7 +62,7 @@ def test_a_long_session_opens_on_its_latest_turns_and_links_to_the_earlier_ones(
 
 
 def test_a_summary_ending_right_before_the_first_turn_shown_is_marked_there(client: Client) -> None:
-    shown = selectors.SESSION_TURNS_SHOWN
+    shown = transcript_selectors.SESSION_TURNS_SHOWN
     session, turn_ids = session_with_turns(shown + 5)
     through = Message.objects.filter(turn_id=turn_ids[4]).order_by("id").last()
     assert through is not None
@@ -95,7 +96,7 @@ def test_a_malformed_turn_id_is_not_found_and_another_sessions_turn_shows_the_la
 
 def test_the_drawer_on_other_pages_shows_fewer_turns_and_links_to_the_earlier_ones(client: Client) -> None:
     shown = selectors.DRAWER_TURNS_SHOWN
-    session, turn_ids = session_with_turns(selectors.SESSION_TURNS_SHOWN + 1)
+    session, turn_ids = session_with_turns(transcript_selectors.SESSION_TURNS_SHOWN + 1)
     client.get(f"/ui/s/{session.id}/")
     ledger = client.get("/ui/ledger/").content.decode()
     total = len(turn_ids)
@@ -110,7 +111,7 @@ def ledger_of(count: int, *, failing_every: int = 0) -> list[int]:
     start = timezone.now() - datetime.timedelta(hours=1)
     turn = uuid.uuid4()
     for index in range(count):
-        services.activity_record(
+        ledger.activity_record(
             correlation_id=turn,
             session_id=None,
             actor="operator:test",

@@ -6,7 +6,7 @@ import httpx2
 import pytest
 from channels.layers import BaseChannelLayer
 
-from controlroom.approvals import approval_decide
+from oikos.approvals import approval_decide
 from oikos_sim.server import RunningSim
 from tests.controlroom.conftest import browser_socket
 from tests.fakes.oikos_fixtures import OPERATOR_TOKEN

@@ -13,11 +13,11 @@ from django.utils import timezone
 from django.utils.html import escape
 from pytest_django.fixtures import Settings
 
-from agent import services
 from agent.llm import NOT_CONFIGURED_MESSAGE
 from agent.models import Activity, AgentSession, Turn
-from controlroom.dom import dom_key
-from controlroom.models import ApprovalDecision
+from agent.store import ledger
+from common.dom import dom_key
+from oikos.models import ApprovalDecision
 from oikos_sim.server import RunningSim
 from tests.controlroom.test_oikos import request_execution
 from tests.fakes import FakeAnthropic, Reply
@@ -186,7 +186,7 @@ def test_the_ledger_filters_by_turn_tool_and_errors(client: Client) -> None:
     for index, (turn, tool, failed) in enumerate(
         [(turns[0], "get_health_summary", False), (turns[0], "get_blast_radius", True), (turns[1], "tail_log", False)]
     ):
-        services.activity_record(
+        ledger.activity_record(
             correlation_id=turn,
             session_id=session.id,
             actor="operator:test",

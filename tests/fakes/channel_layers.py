@@ -27,8 +27,8 @@ from agent.live import turn_registry, turn_registry_close
 from agent.llm import llm_client_close
 from agent.tools import tool_hub_close
 from controlroom.investigation_feed import investigation_feed_close
-from controlroom.relay import oikos_relay_close
 from hermes_site.channel_layers import redis_channel_layer
+from oikos.relay import oikos_relay_close
 
 
 class JSONRoundTripLayer(InMemoryChannelLayer):

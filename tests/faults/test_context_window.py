@@ -18,7 +18,7 @@ from django.test import AsyncClient
 from django.utils.html import escape
 from pytest_django.fixtures import Settings
 
-from agent.engine.events import Done, Error, Event, TextDelta
+from agent.conversation.events import Done, Error, Event, TextDelta
 from agent.models import AgentSession, Message, Turn
 from agent.tools import ToolHub
 from tests.agent.conftest import ask

@@ -23,11 +23,11 @@ import pytest
 from channels.db import database_sync_to_async
 
 from agent import llm as llm_module
+from agent.conversation.events import Done, Error, Event, TextDelta
 from agent.engine.budgets import Budgets
-from agent.engine.events import Done, Error, Event, TextDelta
-from agent.logs import TurnContextFilter
 from agent.models import Message, Turn
 from agent.tools import ToolHub
+from common.logs import TurnContextFilter
 from tests.agent.conftest import ask
 from tests.fakes import FakeAnthropic, Reply
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from agent.engine.events import Done, Error, ToolResult
+from agent.conversation.events import Done, Error, ToolResult
 from agent.tools import ToolHub
 from oikos_sim.server import RunningSim
 from tests.agent.conftest import ask

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from a2a.types import TaskState
 
-from agent.engine.events import ToolResult
+from agent.conversation.events import ToolResult
 from agent.engine.runner import turn_start
 from agent.tools import ToolHub
 from interop.models import PeerExchange

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from agent.engine.events import ToolResult, ToolUse
+from agent.conversation.events import ToolResult, ToolUse
 from agent.engine.runner import turn_start
 from agent.tools import MCPConfigError, ToolHub
 from agent.tools.context import ToolCallContext

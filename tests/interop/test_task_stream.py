@@ -9,8 +9,8 @@ from a2a.server.tasks import TaskUpdater
 from a2a.types import TaskArtifactUpdateEvent, TaskState, TaskStatusUpdateEvent
 from pytest_django.fixtures import Settings
 
-from agent.engine.events import Done, Event, TextDelta, ToolResult, ToolUse
-from agent.redaction import REDACTED
+from agent.conversation.events import Done, Event, TextDelta, ToolResult, ToolUse
+from common.redaction import REDACTED
 from interop.server.stream import TaskStreamer
 
 SECRET = "oikos-token-0123456789abcdef"

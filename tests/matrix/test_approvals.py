@@ -8,9 +8,9 @@ import pytest
 from channels.db import database_sync_to_async
 from django.test import AsyncClient
 
-from controlroom.models import ApprovalDecision
-from controlroom.oikos import OikosClient
 from matrix.models import MatrixEvent
+from oikos.client import OikosClient
+from oikos.models import ApprovalDecision
 from oikos_sim.server import RunningSim
 from tests.fakes import FakeAnthropic
 from tests.fakes.scripted_models import ExecutionRequester

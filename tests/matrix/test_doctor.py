@@ -10,8 +10,9 @@ from channels.db import database_sync_to_async
 from nio import RoomCreateResponse
 from pytest_django.fixtures import Settings
 
-from agent import presence, services
-from agent.doctor.checks import Status, matrix_check
+from agent import presence
+from agent.doctor.checks import Status
+from matrix.doctor import matrix_check
 from oikos_sim.server import RunningSim
 from tests.fakes import FakeAnthropic
 from tests.fakes.anthropic_script import Reply
@@ -32,7 +33,7 @@ async def test_doctor_checks_the_homeserver_the_token_and_the_rooms(
     assert "token valid, 1 room(s) joined, none encrypted, 1 operator(s)" in found.detail
     assert "no `manage.py matrix_bridge` is running" in found.detail
     # Announced as `manage.py matrix_bridge` announces itself (this process: alive).
-    instance = await database_sync_to_async(services.instance_announce)(
+    instance = await database_sync_to_async(presence.instance_announce)(
         role="matrix",
         host=presence.host_identity(),
         pid=os.getpid(),
@@ -42,7 +43,7 @@ async def test_doctor_checks_the_homeserver_the_token_and_the_rooms(
     try:
         ok = await matrix_check(10)
     finally:
-        await database_sync_to_async(services.instance_retire)(instance_id=instance)
+        await database_sync_to_async(presence.instance_retire)(instance_id=instance)
     assert ok.status == Status.OK, ok.detail
     assert ok.detail.endswith("1 bridge(s) running")
 

@@ -12,10 +12,10 @@ from django.conf import settings
 from django.db import connections
 from django.test import AsyncClient
 
-from agent import metrics
-from agent.db import db_call
-from agent.engine.events import Approval, Done
+from agent.conversation.events import Approval, Done
 from agent.tools import ToolHub
+from common import metrics
+from common.db import db_call
 from tests.agent.conftest import ask
 from tests.fakes import FakeAnthropic, Reply
 from tests.fakes.anthropic_api import Responder

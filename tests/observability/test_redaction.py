@@ -13,10 +13,10 @@ import pytest
 from asgiref.sync import sync_to_async
 from pytest_django.fixtures import Settings
 
-from agent.logs import JsonFormatter, RedactFilter, TextFormatter, TurnContextFilter, log_event, turn_context_set
-from agent.redaction import REDACTED, redact, redact_value, secret_values, secrets_register
 from agent.tools import ToolHub
 from agent.tools.config import mcp_config_parse
+from common.logs import JsonFormatter, RedactFilter, TextFormatter, TurnContextFilter, log_event, turn_context_set
+from common.redaction import REDACTED, redact, redact_value, secret_values, secrets_register
 
 API_KEY = "sk-ant-api03-redaction-test-key"
 

@@ -15,8 +15,8 @@ from pytest_django.fixtures import Settings
 from agent.live import turn_registry_close
 from agent.models import AgentSession, Message, Turn
 from controlroom.investigation_feed import investigation_feed_close
-from controlroom.models import ApprovalDecision
-from controlroom.relay import oikos_relay_close
+from oikos.models import ApprovalDecision
+from oikos.relay import oikos_relay_close
 from oikos_sim.server import RunningSim
 from tests.fakes import FakeAnthropic, Reply
 from tests.fakes.oikos_fixtures import AGENT_TOKEN
@@ -268,7 +268,7 @@ class TestApprovals:
         self, control_room: RunningSim, proxy_mode: Settings, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         """Anyone on the mesh can send refused attempts: they must not grow the table without bound."""
-        from controlroom import services
+        from oikos import services
 
         monkeypatch.setattr(services, "_refused_budget", services._MinuteBudget(5))
         for _ in range(12):

@@ -19,7 +19,7 @@ import pytest
 from channels.db import database_sync_to_async
 from pytest_django.fixtures import Settings
 
-from agent.engine.events import Approval, Done, ToolResult
+from agent.conversation.events import Approval, Done, ToolResult
 from agent.engine.runner import turn_start
 from agent.models import Activity
 from agent.tools import ToolHub

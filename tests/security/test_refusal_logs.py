@@ -11,7 +11,7 @@ import pytest
 
 from access import refusal_logs
 from access.refusal_logs import LINES_PER_WINDOW, WINDOW_SECONDS, RefusalLogFilter
-from agent.logs import RedactFilter, TextFormatter
+from common.logs import RedactFilter, TextFormatter
 
 
 class Clock:

@@ -24,9 +24,9 @@ from pytest_django.fixtures import Settings
 
 from agent.fields import RedactedCharField, RedactedJSONField, RedactedTextField
 from agent.models import AgentSession
-from agent.redaction import REDACTED, redact_value
 from agent.tools import ToolHub
-from controlroom.oikos import OikosClient, OikosEvent
+from common.redaction import REDACTED, redact_value
+from oikos.client import OikosClient, OikosEvent
 from oikos_sim.pulse import signal_fire
 from oikos_sim.server import RunningSim
 from tests.fakes import FakeAnthropic

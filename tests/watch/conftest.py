@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from agent.tools import ToolHub
-from controlroom.oikos import OikosEvent
+from oikos.client import OikosEvent
 from watch.policy import TriggerPolicy
 from watch.services import Claim
 from watch.watcher import Watcher

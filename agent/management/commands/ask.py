@@ -19,9 +19,9 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser, OutputWrapper
 
 from agent import presence
-from agent.engine.events import Approval, Done, ElicitationEvent, Error, Event, TextDelta, ToolResult, ToolUse
+from agent.conversation.events import Approval, Done, ElicitationEvent, Error, Event, TextDelta, ToolResult, ToolUse
+from agent.elicitation.terminal import TerminalAnswerer
 from agent.engine.runner import TurnRejected, turn_start
-from agent.management.terminal_elicitation import TerminalAnswerer
 from agent.tools.config import MCPConfigError
 from agent.tools.hub import tool_hub
 

@@ -2,7 +2,7 @@
 
 Every process (Daphne, the watcher, `ask`) reads the same row, so a server an operator connected
 once serves every turn, and a refreshed token is the one the next process starts from. Every token
-and client secret that passes through is registered with `agent.redaction`, like a configured
+and client secret that passes through is registered with `common.redaction`, like a configured
 header's: a server or tool that echoes one shows `[REDACTED]`, in results, the ledger and the logs.
 """
 
@@ -14,8 +14,8 @@ from django.utils import timezone
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
 from agent.models import McpCredential
-from agent.redaction import secrets_register
 from agent.tools.oauth.sealing import SealBroken, seal, unseal
+from common.redaction import secrets_register
 
 
 class DbTokenStorage:

@@ -19,7 +19,7 @@ from agent.engine.runner import turns_shutdown
 from agent.live import turn_registry_close
 from agent.tools.config import MCPConfigError
 from agent.tools.hub import tool_hub
-from controlroom.oikos import oikos_config
+from oikos.client import oikos_config
 from watch.policy import PolicyFileError, TriggerPolicy
 from watch.watcher import Watcher
 

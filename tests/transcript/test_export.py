@@ -1,0 +1,176 @@
+"""A session exported as an incident note: Markdown a library parses as we meant it, and JSON.
+
+The session is made by real turns (the scripted model over oikos_sim's MCP), its approval decided
+through the control room as an operator does; the note is fetched over HTTP and from the command.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+
+import pytest
+from channels.db import database_sync_to_async
+from channels.layers import BaseChannelLayer
+from django.core.management import CommandError, call_command
+from django.test import AsyncClient, Client
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+
+from agent.conversation.events import Approval
+from agent.tools import ToolHub
+from oikos_sim.server import RunningSim
+from tests.agent.conftest import ask
+from tests.fakes import FakeAnthropic, Reply
+from tests.fakes.scripted_models import DegradedInvestigator, ExecutionRequester
+from transcript.export_markdown import code_span, fenced, inline
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+HTMX = {"HX-Request": "true"}
+QUESTIONS = ["what's degraded and what depends on it?", "deploy jellyfin"]
+
+
+def _parsed(markdown: str) -> list[Token]:
+    return MarkdownIt("commonmark").enable("table").parse(markdown)
+
+
+def _text_of(tokens: list[Token]) -> str:
+    """The text a reader sees, line by line: inline text and code (markup gone), and code blocks."""
+    lines = []
+    for token in tokens:
+        if token.type == "inline":
+            children = token.children or []
+            lines.append("".join("\n" if child.type == "softbreak" else child.content for child in children))
+        elif token.type in ("fence", "code_block"):
+            lines.append(token.content)
+    return "\n".join(lines)
+
+
+async def _incident(llm: FakeAnthropic, hub: ToolHub, sim: RunningSim) -> tuple[uuid.UUID, str]:
+    """A tool chain, then a deploy parked for approval and approved in the control room."""
+    llm.responder = DegradedInvestigator()
+    first, _ = await ask(QUESTIONS[0], hub)
+    llm.responder = ExecutionRequester(target="service:jellyfin", action="deploy")
+    _, events = await ask(QUESTIONS[1], hub, session_id=first.session_id)
+    (approval,) = [event for event in events if isinstance(event, Approval)]
+    form = {"approval_id": approval.approval_id, "execution_id": approval.execution_id, "decision": "approve"}
+    decided = await AsyncClient().post("/ui/approvals/decide/", form, headers=HTMX)
+    assert decided.status_code == 200
+    return first.session_id, approval.approval_id
+
+
+class TestIncidentNote:
+    async def test_the_note_parses_as_markdown_with_every_question_tool_and_the_approvals_outcome(
+        self, memory_layer: BaseChannelLayer, llm: FakeAnthropic, oikos_hub: ToolHub, oikos_settings: RunningSim
+    ) -> None:
+        session_id, approval_id = await _incident(llm, oikos_hub, oikos_settings)
+
+        response = await AsyncClient().get(f"/sessions/{session_id}/export.md")
+
+        assert response.status_code == 200
+        assert response["Content-Type"] == "text/markdown; charset=utf-8"
+        assert response["Content-Disposition"].startswith('attachment; filename="hermes-what-s-degraded-and-')
+        note = response.content.decode()
+        tokens = _parsed(note)
+        text = _text_of(tokens)
+        for question in QUESTIONS:
+            assert question in text
+        for tool in ("get_health_summary", "get_blast_radius", "request_execution"):
+            assert f"oikos/{tool}" in text
+        # Who decided and what came of it, beside the approval it belongs to.
+        assert f"approval {approval_id}" in text
+        assert "approved by operator at" in text
+        assert "Decided" in text
+        # The structure is ours: one h1, the sections, one h3 per turn; the questions are quotes.
+        headings = [
+            (token.tag, tokens[index + 1].content)
+            for index, token in enumerate(tokens)
+            if token.type == "heading_open" and token.level == 0
+        ]
+        assert [tag for tag, _ in headings] == ["h1", "h2", "h3", "h3", "h2", "h2"]
+        assert [title for tag, title in headings if tag == "h2"] == ["Timeline", "Approvals", "Correlation ids"]
+        assert sum(token.type == "blockquote_open" for token in tokens) >= 4  # 2 questions, 2 answers
+        assert "Tokens:" in text and "Cost:" in text
+
+    async def test_json_for_tools_and_the_command_write_the_same_session(
+        self,
+        memory_layer: BaseChannelLayer,
+        llm: FakeAnthropic,
+        oikos_hub: ToolHub,
+        oikos_settings: RunningSim,
+        tmp_path: Path,
+    ) -> None:
+        session_id, approval_id = await _incident(llm, oikos_hub, oikos_settings)
+        page = (await AsyncClient().get(f"/ui/s/{session_id}/")).content.decode()
+        assert f'href="/sessions/{session_id}/export.md" download' in page
+
+        body = (await AsyncClient().get(f"/sessions/{session_id}/export.json")).json()
+        assert body["id"] == str(session_id) and [turn["question"] for turn in body["turns"]] == QUESTIONS
+        steps = [step for turn in body["turns"] for step in turn["steps"]]
+        assert [step["tool_call"]["tool"] for step in steps if step["kind"] == "tool_call"] == [
+            "get_health_summary",
+            "get_blast_radius",
+            "request_execution",
+        ]
+        [approval] = [step["approval"] for step in steps if step["kind"] == "approval"]
+        assert approval["approval_id"] == approval_id
+        assert [(d["decision"], d["outcome"]) for d in approval["decisions"]] == [("approve", "Decided")]
+        same = (await AsyncClient().get(f"/sessions/{session_id}/export.md", {"format": "json"})).json()
+        assert same == body
+
+        target = tmp_path / "note.md"
+        await database_sync_to_async(call_command)("export_session", str(session_id), "-o", str(target))
+        http = (await AsyncClient().get(f"/sessions/{session_id}/export.md")).content.decode()
+        assert target.read_text(encoding="utf-8") == http
+        out = tmp_path / "note.json"
+        command = database_sync_to_async(call_command)
+        await command("export_session", str(session_id), "--format", "json", "-o", str(out))
+        assert json.loads(out.read_text(encoding="utf-8")) == body
+
+    async def test_content_cannot_break_the_notes_structure(self, llm: FakeAnthropic, hub: ToolHub) -> None:
+        hostile = "# Not a heading of ours\n\n<script>alert(1)</script>\n\n```\nan unclosed fence"
+        llm.enqueue(
+            Reply.tool_use("mcp__oikos__echo", {"text": "```` four backticks ````\n# also not a heading"}),
+            Reply.text(hostile),
+        )
+        handle, _ = await ask("why does `<caddy>` say <b>502</b>?\n---\n# pwned", hub)
+
+        note = (await AsyncClient().get(f"/sessions/{handle.session_id}/export.md")).content.decode()
+
+        tokens = _parsed(note)
+        # Their headings, rules and fences stay inside their quotes and blocks; the note's own are intact.
+        top = [token for token in tokens if token.level == 0]
+        assert [token.tag for token in top if token.type == "heading_open"] == ["h1", "h2", "h3", "h2"]
+        assert not [token for token in top if token.type == "hr"]
+        assert not [token for token in tokens if token.type in ("html_block", "html_inline")]
+        fences = [token.content for token in tokens if token.type == "fence"]
+        assert any("```` four backticks ````" in content for content in fences)
+        assert "an unclosed fence" in _text_of(tokens)
+        # The HTML a renderer makes of it carries the tags as text, never as tags.
+        html = MarkdownIt("commonmark").render(note)
+        assert "<script>" not in html and "<b>" not in html and "&lt;script&gt;" in html
+        # In code, `<` is shown as it is (not as "&lt;").
+        assert "<code>&lt;caddy&gt;</code>" in html
+
+    def test_unknown_sessions_and_formats_are_clear_errors(self, client: Client) -> None:
+        missing = uuid.uuid4()
+        assert client.get(f"/sessions/{missing}/export.md").json()["error"]["code"] == "session_not_found"
+        assert client.get(f"/sessions/{missing}/export.json").status_code == 404
+        assert client.get(f"/sessions/{missing}/export.md", {"format": "pdf"}).status_code == 400
+        with pytest.raises(CommandError, match="no session"):
+            call_command("export_session", str(missing))
+        with pytest.raises(CommandError, match="not a session id"):
+            call_command("export_session", "nope")
+
+
+class TestMarkdownPieces:
+    def test_fences_outrun_any_backtick_run_and_code_spans_too(self) -> None:
+        assert fenced("a ```` b", "text").startswith("`````text\n")
+        assert code_span("x `` y") == "```x `` y```"
+        assert code_span("`edge") == "`` `edge ``"
+
+    def test_inline_text_is_literal(self) -> None:
+        rendered = MarkdownIt("commonmark").renderInline(inline("*not* [a](link) <i>x</i> # `c` \\"))
+        assert rendered == "*not* [a](link) &lt;i&gt;x&lt;/i&gt; # `c` \\"
