@@ -11,7 +11,7 @@ from pytest_django.fixtures import Settings
 
 from oikos.relay import OikosRelay
 from oikos_sim.server import RunningSim
-from tests.controlroom.test_oikos import request_execution
+from tests.oikos.test_client import request_execution
 
 
 async def _update(layer: BaseChannelLayer, channel: str, *, about: str = "", seconds: float = 5.0) -> dict[str, Any]:
