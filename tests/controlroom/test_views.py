@@ -19,8 +19,8 @@ from agent.store import ledger
 from common.dom import dom_key
 from oikos.models import ApprovalDecision
 from oikos_sim.server import RunningSim
-from tests.oikos.test_client import request_execution
 from tests.fakes import FakeAnthropic, Reply
+from tests.oikos.test_client import request_execution
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
