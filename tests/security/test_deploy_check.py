@@ -1,4 +1,4 @@
-"""`check --deploy` passes with the production settings the README documents, and start-up refuses
+"""`check --deploy` passes with the production settings docs/security.md documents, and start-up refuses
 production without what it needs."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from tests.fakes.daphne import DaphneServer
 from tests.fakes.subprocesses import REPO_ROOT, manage
 from tests.security.subprocesses import clean_environment
 
-# The README's production example ("Security" section), with a key of the documented kind.
+# docs/security.md's production example ("Production settings"), with a key of the documented kind.
 PRODUCTION = {
     "HERMES_ENV": "production",
     "HERMES_SECRET_KEY": "Zq8v1nS4-example-only-pV0tXc2LmRk9yB7wQe3JhUa6dGf5sNi0oTlEz",
