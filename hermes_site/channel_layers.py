@@ -7,7 +7,7 @@ seconds (django/channels_redis#422, redis/redis-py#4091). The read timeout here 
 blocking wait, and still notices a dead connection.
 
 redis-py 8 also caps a connection pool at 100 connections and fails the 101st operation at once
-(`MaxConnectionsError`) instead of waiting: under a burst of concurrent questions, group sends
+(`MaxConnectionsError`) instead of waiting: with 200 questions at once, hundreds of group sends
 and joins failed, and a page joining a turn's group could miss its events. Each process's pool
 here allows `HERMES_REDIS_MAX_CONNECTIONS` (1000 by default; Redis accepts 10,000 clients).
 
