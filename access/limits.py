@@ -37,7 +37,7 @@ logger = logging.getLogger("access")
 ASGIApp = Any
 Scope = dict[str, Any]
 
-# Private-use close code (RFC 6455 §7.4.2), echoing 1009 "message too big"; the README documents it.
+# Private-use close code (RFC 6455 §7.4.2), echoing 1009 "message too big"; docs/security.md documents it.
 MESSAGE_TOO_BIG = 4009
 
 

@@ -8,10 +8,9 @@ and the turn's time limit, see `agent.engine.loop`) and retries only what is saf
 httpx read timeout restarts with every byte, so a stream that sends `ping` events forever would
 never trip it; and the SDK's own retries would spend the turn's time without it knowing.
 
-Requests go out over aiohttp (the SDK's `DefaultAioHttpClient`), not httpx's own transport: under
-200 turns at once, reading the streams through httpx, httpcore and anyio was about a seventh of
-the server's CPU, and aiohttp took the server's CPU per turn down by about that much (measured
-with `bench/versus_minimal.py`). The SDK maps aiohttp's errors to httpx's, which `llm_failure` classifies.
+Requests go out over aiohttp (the SDK's `DefaultAioHttpClient`), not httpx's own transport: reading
+many concurrent streams through httpx, httpcore and anyio costs noticeably more CPU per turn
+(docs/performance.md). The SDK maps aiohttp's errors to httpx's, which `llm_failure` classifies.
 """
 
 from __future__ import annotations
@@ -48,10 +47,9 @@ BACKOFF_INITIAL = 0.5
 BACKOFF_MAX = 8.0
 
 
-# The SDK's stream accumulator evaluates `ParsedMessage[ResponseFormatT]` at every response's start
-# (a `cast` at run time), and pydantic keeps parametrized classes only weakly: once a collection
-# has freed it, that class is built again: for 94 to 288 of 300 streams measured, as often as the
-# collector ran (2% of a server's samples under 200 turns at once). Held here, it is built once.
+# The SDK's stream accumulator evaluates `ParsedMessage[ResponseFormatT]` at every response's start,
+# and pydantic keeps parametrized classes only weakly, so each garbage collection made the next
+# stream build it again. Held here, it is built once.
 _SDK_PARSED_MESSAGE = sdk_message_stream.ParsedMessage[sdk_message_stream.ResponseFormatT]
 
 

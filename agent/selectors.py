@@ -85,7 +85,7 @@ class MessageRecord:
     role: str
     content: list[dict[str, Any]]
     created_at: datetime.datetime
-    # `summary`: the model's summary of the messages up to `replaces_through` (engine.context).
+    # `summary`: the model's summary of the messages up to `replaces_through` (agent.conversation.context).
     kind: str = ""
     replaces_through: int | None = None
 

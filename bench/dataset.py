@@ -5,7 +5,7 @@ was in that one is never touched), points `DATABASE_URL` at it and drops it afte
 `dataset_build` fills it — by default 10k sessions, 1M messages and 200k ledger rows — and returns
 what a benchmark needs to aim at (the long session, a title to search for, ...).
 
-Shapes follow what Hermes writes (`agent.services`, `agent.engine`): a turn is the question, then
+Shapes follow what Hermes writes (`agent.store`, `agent.engine`): a turn is the question, then
 per tool iteration an assistant message with its `tool_use` blocks (one, sometimes two in parallel)
 and a user message of `tool_result`s (text of a few hundred to a few thousand characters, stored in
 full in the ledger row too), then the answer; a compacting turn also holds a `summary` message.

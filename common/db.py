@@ -1,27 +1,11 @@
-"""Where a turn's database work runs: `await db_call(services.message_append, ...)`.
+"""Where a turn's database work runs: `await db_call(turn_store.message_append, ...)`.
 
-`channels.db.database_sync_to_async` did it before, and under 200 concurrent turns nearly half of
-the server's time went there (issue 15). It runs every call thread-sensitively — outside a request,
-every turn of the process through one shared thread, one call at a time — and closes and reopens
-that thread's connection around each call (`close_old_connections`; with CONN_MAX_AGE=0, always):
-on SQLite a new connection and its PRAGMAs per call. So instead:
-
-- SQLite: one writer, done well. Every call runs on one dedicated thread, on one connection that
-  stays open (WAL, IMMEDIATE transactions, busy timeout: settings). SQLite admits one writer at a
-  time whatever we do; writers in several threads of one process would only queue on the file
-  lock, each retrying on the busy handler's sleeps (up to 100 ms each), which is what made a
-  stream fall silent for seconds under load. Reads in other threads (pages, the API) still run
-  beside it: WAL readers never wait for the writer.
-- PostgreSQL: calls run concurrently on a pool of threads no larger than the connection pool
-  (`HERMES_DB_POOL_MAX`), so no call waits for a connection held by an idle thread. Each call takes
-  a connection from the pool and gives it back when it ends (Django's `close()` with the pool), so
-  no thread keeps one between calls, and a connection broken meanwhile is replaced by the pool's
-  health check.
-
-Django's connections are per thread, so a call sees the connection of the thread it runs on, and
-its transaction (`transaction.atomic` inside the service) begins and ends within the call.
-Cancelling the await does not stop a call already running (nor does `database_sync_to_async`):
-callers that must not leave work half done await it through `db_through_cancel`.
+Not `database_sync_to_async`, which runs every call outside a request on one shared thread and
+reopens its connection around each call. SQLite: one dedicated writer thread on one open connection
+(SQLite admits one writer anyway). PostgreSQL: a thread pool no larger than the connection pool.
+A call's transaction begins and ends within it; cancelling the await does not stop a call already
+running (`db_through_cancel` waits for it). The full reasoning: docs/architecture.md ("Where
+database work runs").
 """
 
 from __future__ import annotations
@@ -72,8 +56,8 @@ async def db_request_call(function: Callable[..., T], /, **kwargs: Any) -> T:
     """A request's own short database work before its view runs (the identity lookup).
 
     SQLite: on a few threads whose connections stay open — a request's own thread would open a
-    connection and run its PRAGMAs every time (a sixth of the server's busy samples with 200
-    questions at once). WAL readers run beside the engine's writer, so these never queue behind its writes.
+    connection and run its PRAGMAs every time (its cost: docs/performance.md). WAL readers run
+    beside the engine's writer, so these never queue behind its writes.
     PostgreSQL: on the request's thread as `database_sync_to_async` runs it, with a connection
     from the pool handed back when the call ends. Not `db_call`'s threads: a request that finds
     every connection taken must wait HERMES_DB_POOL_TIMEOUT and be told 503, not queue behind the

@@ -2,12 +2,11 @@
 
 Under the 5 s after which uvicorn, Node and most local servers close an idle connection. Kept as
 long as the server keeps it (the 5 s that both the Anthropic SDK and httpx default to), a
-connection was reused just as the server closed it, and the request failed:
-- a model call as a "Connection error": under 200 turns at once, 11-28 calls a batch were
-  retried, and one turn failed all three attempts;
+connection was reused just as the server closed it, and the request failed (how often:
+docs/performance.md):
+- a model call as a "Connection error", retried, and under load sometimes failed for good;
 - a tool call as a lost connection, reported as "may have run": a false alarm an operator has to
-  chase for an action, and a lost answer for a read (2 of 40 calls spaced 4.990-5.010 s apart,
-  against the SDK's own MCP server on uvicorn).
+  chase for an action, and a lost answer for a read.
 """
 
 from __future__ import annotations

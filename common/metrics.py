@@ -2,7 +2,7 @@
 
 Metrics are per process (prometheus-client's default registry): a deployment runs one Daphne
 process per container, and Prometheus scrapes every container, so `sum by (...)` in a query adds
-them up. The names, labels and meanings are listed in the README's "Observability" section.
+them up. The names, labels and meanings are listed in docs/observability.md.
 
 Label values come from configuration (model, MCP server) or from bounded sets (statuses, error
 kinds); a tool name the model made up is recorded as `(unknown)`, so a confused model cannot

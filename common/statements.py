@@ -1,25 +1,10 @@
 """The turn's hot writes as statements made once: what the ORM writes, without its cost per row.
 
-A turn of two tool rounds writes some 36 rows and updates (its question, each model message, each
-tool call's ledger row and outcome, their search entries, the turn's and the session's progress).
-Through the ORM each one costs ~0.15 ms of Python beyond the database's own work: a model instance
-and its `save()`, a query built and compiled, a `QuerySet` cloned for every filter. Under 200 turns
-at once that was ~15% of the server's CPU, more than SQLite's own work. So the services on a turn's
-path write through `Insert` and `Update`: the SQL of each is made once per database vendor from the
-model's own metadata (table, columns, the backend's quoting), and each run prepares only its
-values, with each field's own `get_db_prep_save` as `save()` and `update()` do: JSON encoding, UUID,
-datetime and decimal adaptation for the database at hand, and the redaction of `RedactedJSONField`
-and `RedactedTextField`, so no secret is stored raw through here either.
-
-What the ORM does that these do not: send signals (Hermes's models have no receivers), build a
-model instance (a caller gets the new row's primary key), validate (neither does `create()`). Reads,
-and writes off the turn's path, stay on the ORM. The SQL is plain and the same on SQLite and
-PostgreSQL (`INSERT ... RETURNING`, `UPDATE ... SET ... WHERE`); `tests/agent/test_statements.py`
-checks that rows written here read back exactly as rows the ORM writes.
-
-Statements run on a cursor the caller opens (one per transaction): `with connection.cursor() as
-cursor: MESSAGE_INSERT.run(cursor, ...)`, on the database thread (`common.db`), inside the
-service's `transaction.atomic()`.
+The SQL of each `Insert` and `Update` is made once per database vendor from the model's metadata;
+each run prepares only its values, through each field's own `get_db_prep_save` (redaction included).
+Run them on a cursor the caller opens, on the database thread (`common.db`), inside the service's
+`transaction.atomic()`. Why, and what the ORM does that these do not: docs/architecture.md
+("The turn's hot-path writes"); `tests/agent/test_statements.py` checks rows read back as the ORM's.
 """
 
 from __future__ import annotations

@@ -12,8 +12,8 @@ and joins failed, and a page joining a turn's group could miss its events. Each 
 here allows `HERMES_REDIS_MAX_CONNECTIONS` (1000 by default; Redis accepts 10,000 clients).
 
 Each connection redis-py opens names its library and version to Redis (`CLIENT SETINFO`, 7.2+), and
-looks its own version up in the installed package's metadata for that, a file read of 0.4 ms per
-connection: a burst of 200 turns opens some 200 connections. The version is read once here.
+looks its own version up in the installed package's metadata for that, a file read per connection,
+and a burst of turns opens as many connections. The version is read once here.
 """
 
 from __future__ import annotations

@@ -2,9 +2,7 @@
 
 Starting allocates some 300,000 objects that live as long as the process (modules, settings, the
 app registry, URL patterns, templates) and next to no garbage. The collector would still walk the
-growing heap over and over while it is built (0.4 s of `manage.py ask`'s 3.2 s of CPU), and
-afterwards every full collection walks it again: in a server run with 200 turns at once, the
-collector's CPU went from 3.3 s to 2.1 s with the start-up heap frozen.
+growing heap over and over while it is built, and afterwards every full collection walks it again.
 
 So a process starts with the collector off (`startup_begin`), and once it is set up
 (`startup_end`) the objects it holds are moved out of the collector's sight with `gc.freeze()`
@@ -14,9 +12,8 @@ It resumes less often than Python's default: a young collection once 10,000 more
 were made than freed, not 700. A turn makes many short-lived objects (the SDKs' models of every
 streamed event, requests, rows), nearly all freed by reference counting; collecting every 700 only
 walked them while they lived, and pushed the rest on to the older generations, whose full
-collections then walked the whole heap. Under three batches of 200 turns at once (SQLite), the
-collector's CPU fell from 2.0 s to 0.8 s (3.3 to 1.4 ms a turn), its full collections from 12
-(60-85 ms pauses of the event loop each) to none, and the server's peak RSS rose from 236 to 274 MB.
+collections then walked the whole heap and paused the event loop. The price is a somewhat larger
+peak memory; both figures are in docs/performance.md.
 """
 
 from __future__ import annotations

@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         children.append(daphne)
         if env.get("OIKOS_API_URL") or env.get("OIKOS_MCP_URL"):
-            # The watcher opens investigations when Oikos raises a signal (README "Proactive investigations").
+            # The watcher opens investigations when Oikos raises a signal (docs/investigations.md).
             children.append(subprocess.Popen([sys.executable, "manage.py", "watch"], cwd=ROOT, env=env))
         print(f"\nHermes control room: http://127.0.0.1:{args.port}/ui/", flush=True)
         if not (env.get("ANTHROPIC_API_KEY") or env.get("ANTHROPIC_BASE_URL")):

@@ -3,8 +3,8 @@
 Under ASGI, Django runs each hook of a `MiddlewareMixin` middleware (`process_request`,
 `process_view`, `process_response`) through `sync_to_async`, in the request's own thread: a dozen
 thread hops for every request through the stack in settings, most of them for hooks that only
-read headers and set a few, seven of them these four middlewares' (issue 15: 200 questions at
-once). These subclasses call the hooks directly when they cannot touch the database or a file,
+read headers and set a few, seven of them these four middlewares' (docs/performance.md). These
+subclasses call the hooks directly when they cannot touch the database or a file,
 and still hand them to a thread when they may:
 
 - sessions: saving a modified session writes it;

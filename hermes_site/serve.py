@@ -20,8 +20,8 @@ It takes exactly Daphne's command line. What it adds:
 - Its event loop's lag is sampled for `/metrics` (`hermes_event_loop_lag_seconds`).
 - Daphne's access log (written straight to its stream, not through `logging`) has the configured
   secrets redacted from each request line, percent-encoded ones included (`redact_uri`).
-- Twisted's asyncio reactor runs on uvloop's event loop unless `HERMES_EVENT_LOOP=asyncio`: under
-  200 turns at once the standard loop's own Python code was a sixth of the server's time.
+- Twisted's asyncio reactor runs on uvloop's event loop unless `HERMES_EVENT_LOOP=asyncio`: the
+  standard loop's own Python code is a large share of a busy server's time (docs/performance.md).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 WhiteNoise's middleware is synchronous only, and one synchronous middleware makes Django run the
 whole chain of every request in a thread of its own (created per request under ASGI), calling the
 async views back through `async_to_sync`: two thread hops per request, a thread per open `/chat`
-stream while its turn starts. Issue 15 measured that under 200 concurrent questions. This subclass
+stream while its turn starts, costly under many concurrent questions. This subclass
 answers a request for a static file exactly as WhiteNoise does (its file lookup is a dict read,
 or a filesystem check with autorefresh in development; the file is served from a thread), and
 hands every other request on without leaving the event loop.

@@ -1,4 +1,4 @@
-"""Writes to the interop tables. Synchronous and transactional, like `agent.services`; async code
+"""Writes to the interop tables. Synchronous and transactional, like `agent.store`; async code
 calls them through `database_sync_to_async`.
 """
 

@@ -1,4 +1,4 @@
-"""The bridge's configuration, read from settings (README "Matrix bridge" lists the variables)."""
+"""The bridge's configuration, read from settings (docs/matrix.md and docs/configuration.md list the variables)."""
 
 from __future__ import annotations
 

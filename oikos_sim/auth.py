@@ -11,7 +11,7 @@ from collections.abc import Mapping
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-# Development defaults, documented in the README; override with OIKOS_SIM_TOKENS.
+# Development defaults, documented in docs/oikos-sim.md; override with OIKOS_SIM_TOKENS.
 DEFAULT_TOKENS: dict[str, str] = {
     "agent:hermes": "hermes-agent-dev-token",
     "service:hermes-controlroom": "hermes-operator-dev-token",

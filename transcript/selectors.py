@@ -245,7 +245,7 @@ def activity_state_shown(state: str, *, turn_running: bool) -> str:
     """A ledger row's state as an operator should read it.
 
     A row left `started` by a turn that is no longer running was cut off by a crash that nobody has
-    settled yet (the session's next turn does, `services.activity_settle_interrupted`): its outcome
+    settled yet (the session's next turn does, `presence.activity_settle_interrupted`): its outcome
     is unknown — it may have run — not "in flight".
     """
     if state == Activity.State.STARTED and not turn_running:

@@ -1,7 +1,7 @@
 """What the model is sent of a session, and how big it is: the pure half of context management.
 
-A session can outlive any context window (DESIGN §1). The database keeps every message for people;
-the model is sent a *view* of them, built here from the stored rows:
+A session can outlive any context window (docs/turns.md, "Long sessions"). The database keeps
+every message for people; the model is sent a *view* of them, built here from the stored rows:
 - the latest summary message (`Message.Kind.SUMMARY`), standing for every message up to its
   `replaces_through` id, then the messages after that, in order;
 - tool results in messages up to the session's `tool_results_cleared_through` id replaced by a

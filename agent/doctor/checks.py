@@ -157,7 +157,7 @@ def _postgres_capacity() -> PostgresCapacity:
 def _pool_sizing(capacity: PostgresCapacity) -> tuple[Status, str]:
     """How many Hermes processes of this pool size the server has room for, and whether this one fits now.
 
-    The README's sizing rule: (HERMES_DB_POOL_MAX + 1) x processes <= max_connections - reserved - headroom.
+    The sizing rule of docs/deploy.md: (HERMES_DB_POOL_MAX + 1) x processes <= max_connections - reserved - headroom.
     """
     per_process = settings.HERMES_DB_POOL_MAX + PROCESS_DEDICATED_CONNECTIONS
     usable = capacity.max_connections - capacity.reserved

@@ -35,7 +35,7 @@ LIMIT_MAX = 100
 # snippet then shows the entry's beginning.
 HEADLINE_CHARS = 20_000
 # PostgreSQL ranks the newest this many matches: finding and ranking them reads each one's row, so
-# a term in a tenth of a million entries would take a second to rank whole (bench/search.py).
+# a common term would take long to rank whole (docs/performance.md, "Search").
 # Rare terms — what an incident search mostly is — are ranked among all their matches.
 CANDIDATES_MAX = 200
 _HEADLINE_OPTIONS = (

@@ -408,8 +408,7 @@ class ServerConnection:
                 self._auth_status = response.status_code
 
         # No cap on connections or on idle ones kept (`Limits`' defaults; a transport given no
-        # limits would cap them at 100/20: capped, 200 turns at once measured the same), and no idle
-        # connection reused past 4 s.
+        # limits would cap them at 100/20, which bought nothing), and no idle connection reused past 4 s.
         link.sends = SendNotingTransport(
             httpx2.AsyncHTTPTransport(limits=httpx2.Limits(keepalive_expiry=KEEPALIVE_SECONDS))
         )

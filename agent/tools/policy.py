@@ -33,8 +33,9 @@ from common.logs import log_event
 
 logger = logging.getLogger(__name__)
 
-# The Oikos contract's MCP surface (DESIGN §7); `tests/agent/test_tool_policy.py` keeps it equal to
-# oikos_sim's. All are read-only but `request_execution`, which Oikos classifies and may park.
+# The Oikos contract's MCP surface (docs/architecture.md, "The Oikos contract");
+# `tests/agent/test_tool_policy.py` keeps it equal to oikos_sim's. All are read-only but
+# `request_execution`, which Oikos classifies and may park.
 OIKOS_TOOLS = frozenset(
     {
         "get_entity",

@@ -1,4 +1,4 @@
-"""`check --deploy` passes with the production settings the README documents, and start-up refuses
+"""`check --deploy` passes with the production settings docs/security.md documents, and start-up refuses
 production without what it needs."""
 
 from __future__ import annotations
@@ -14,17 +14,32 @@ from tests.fakes.daphne import DaphneServer
 from tests.fakes.subprocesses import REPO_ROOT, manage
 from tests.security.subprocesses import clean_environment
 
-# The README's production example ("Security" section), with a key of the documented kind.
+# docs/security.md's production example ("Production settings"), with a key of the documented kind.
 PRODUCTION = {
     "HERMES_ENV": "production",
     "HERMES_SECRET_KEY": "Zq8v1nS4-example-only-pV0tXc2LmRk9yB7wQe3JhUa6dGf5sNi0oTlEz",
     "HERMES_ALLOWED_HOSTS": "oikos.example.net",
     "HERMES_TRUSTED_PROXY": "true",
-    "HERMES_TRUSTED_PROXY_CIDRS": "172.20.0.0/16",
+    "HERMES_TRUSTED_PROXY_CIDRS": "172.30.80.10/32",
     "HERMES_STAFF_GROUPS": "authentik Admins",
     "HERMES_URL_PREFIX": "/agent",
     "HERMES_BIND": "0.0.0.0",
 }
+
+
+def documented_production_settings() -> dict[str, str]:
+    """The `NAME=value` lines of docs/security.md's "Production settings" block, comments dropped."""
+    doc = (REPO_ROOT / "docs" / "security.md").read_text(encoding="utf-8")
+    block = doc[doc.index("**Production settings.**") :].split("\n\n")[1]
+    lines = (line.split("#")[0].strip() for line in block.splitlines())
+    return dict(line.partition("=")[::2] for line in lines if line)
+
+
+def test_the_production_example_here_is_the_documented_one() -> None:
+    documented = documented_production_settings()
+
+    assert documented.keys() == PRODUCTION.keys()
+    assert {**documented, "HERMES_SECRET_KEY": PRODUCTION["HERMES_SECRET_KEY"]} == PRODUCTION
 
 
 def test_the_documented_production_settings_pass_check_deploy(tmp_path: Path) -> None:

@@ -34,7 +34,7 @@ EXIT_TERMINATED = 143
 
 class Command(BaseCommand):
     help = "Ask Hermes a question; the answer streams to stdout, tool calls to stderr."
-    # The system checks import every URL conf, view and template tag the server has (~0.6 s) to
+    # The system checks import every URL conf, view and template tag the server has, to
     # check serving: exposure, deploy settings, admin. A one-shot question serves nothing; `manage.py
     # check` and the deploy checks still run them.
     requires_system_checks: list[str] = []
