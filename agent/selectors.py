@@ -15,8 +15,7 @@ from django.core.paginator import Paginator
 from django.db.models import Count, Min, Q
 
 from agent.conversation.context import SessionContext, StoredMessage
-from agent.models import AgentSession, Message, ToolCatalog, Turn
-from common.redaction import redact
+from agent.models import AgentSession, Message, Turn
 
 
 class PageOutOfRange(Exception):
@@ -254,13 +253,6 @@ def _summary(session: AgentSession, turn_count: int) -> SessionSummary:
 def turns_finished(*, turn_ids: list[uuid.UUID]) -> list[Turn]:
     """These turns, if they have ended (to announce their end)."""
     return list(Turn.objects.filter(pk__in=turn_ids).exclude(status=Turn.Status.RUNNING))
-
-
-def tool_catalog_get(*, server: str, target: str) -> list[dict[str, Any]] | None:
-    """The tool list `server` last answered at `target`, or None when none is known."""
-    # Stored redacted (a URL may carry a token): compare like with like.
-    row = ToolCatalog.objects.filter(server=server, target=redact(target)).values_list("tools", flat=True).first()
-    return None if row is None else list(row)
 
 
 @dataclass(frozen=True)
