@@ -81,7 +81,7 @@ async def test_the_admin_pages_keep_to_the_policy() -> None:
         f"/admin/agent/agentsession/{session.pk}/change/",
         "/admin/agent/activity/",
         f"/admin/agent/activity/{activity.pk}/change/",
-        "/admin/controlroom/approvaldecision/",
+        "/admin/oikos/approvaldecision/",
     ]
     for path in pages:
         response = await http(path)

@@ -259,10 +259,16 @@ class TestApprovals:
         approval_id = _pending_approval(control_room)
         await _post("/ui/approvals/decide/", f"approval_id={approval_id}&decision=approve", page=None, token=None)
 
-        admin = await http("/admin/controlroom/approvaldecision/", peer=TRUSTED_PROXY, headers=ALICE)
+        admin = await http("/admin/oikos/approvaldecision/", peer=TRUSTED_PROXY, headers=ALICE)
 
         assert admin.status == 200
         assert approval_id in admin.text and "Refused by Hermes" in admin.text and "not_signed_in" in admin.text
+
+    async def test_old_admin_links_to_the_audit_lead_to_its_new_app(self, proxy_mode: Settings) -> None:
+        old = await http("/admin/controlroom/approvaldecision/?outcome=rejected", peer=TRUSTED_PROXY, headers=ALICE)
+
+        assert old.status == 301
+        assert old.headers["location"] == "/admin/oikos/approvaldecision/?outcome=rejected"
 
     async def test_refused_attempts_are_recorded_only_so_many_a_minute(
         self, control_room: RunningSim, proxy_mode: Settings, monkeypatch: pytest.MonkeyPatch
@@ -297,7 +303,7 @@ class TestApprovals:
         assert (decision.operator, decision.decision, decision.outcome) == ("alice", "approve", "decided")
         in_oikos = _oikos_approval(control_room, approval_id)
         assert (in_oikos.status, in_oikos.decided_by) == ("approved", "alice")
-        admin = await http("/admin/controlroom/approvaldecision/", peer=TRUSTED_PROXY, headers=ALICE)
+        admin = await http("/admin/oikos/approvaldecision/", peer=TRUSTED_PROXY, headers=ALICE)
         assert admin.status == 200
         assert approval_id in admin.text and "alice" in admin.text
 

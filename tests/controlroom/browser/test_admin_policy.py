@@ -22,7 +22,7 @@ ADMIN_LISTS = [
     "/admin/",
     "/admin/agent/agentsession/",
     "/admin/agent/activity/",
-    "/admin/controlroom/approvaldecision/",
+    "/admin/oikos/approvaldecision/",
     "/admin/interop/a2atask/",
     "/admin/auth/user/",
 ]
