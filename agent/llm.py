@@ -16,11 +16,9 @@ with `bench/versus_minimal.py`). The SDK maps aiohttp's errors to httpx's, which
 
 from __future__ import annotations
 
-import asyncio
 import email.utils
 import random
 import time
-import weakref
 from dataclasses import dataclass
 
 import anthropic
@@ -29,6 +27,7 @@ from anthropic.lib.streaming import _messages as sdk_message_stream
 from django.conf import settings
 
 from common.keepalive import KEEPALIVE_SECONDS
+from common.loops import LoopLocal
 from common.redaction import redact
 
 NOT_CONFIGURED_MESSAGE = (
@@ -64,39 +63,38 @@ def llm_configured() -> bool:
     return bool(settings.ANTHROPIC_API_KEY or settings.ANTHROPIC_BASE_URL)
 
 
+def _client_open() -> anthropic.AsyncAnthropic:
+    # Only connecting is bounded here; the engine bounds the rest (see the module's note).
+    timeout = httpx2.Timeout(None, connect=CONNECT_TIMEOUT)
+    limits = httpx2.Limits(
+        max_connections=anthropic.DEFAULT_CONNECTION_LIMITS.max_connections,
+        max_keepalive_connections=anthropic.DEFAULT_CONNECTION_LIMITS.max_keepalive_connections,
+        keepalive_expiry=KEEPALIVE_SECONDS,
+    )
+    return anthropic.AsyncAnthropic(
+        # Always explicit: never fall back to a key or profile found elsewhere on the machine.
+        api_key=settings.ANTHROPIC_API_KEY or "no-key",
+        base_url=settings.ANTHROPIC_BASE_URL or None,
+        timeout=timeout,
+        max_retries=0,
+        http_client=anthropic.DefaultAioHttpClient(timeout=timeout, limits=limits),
+    )
+
+
 # One client per event loop: its connection pool belongs to the loop that opened it.
-_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, anthropic.AsyncAnthropic] = weakref.WeakKeyDictionary()
+_clients = LoopLocal(_client_open)
 
 
 def llm_client() -> anthropic.AsyncAnthropic:
     """The Messages API client for the running event loop; raises `LLMNotConfigured`."""
     if not llm_configured():
         raise LLMNotConfigured
-    loop = asyncio.get_running_loop()
-    client = _clients.get(loop)
-    if client is None:
-        # Only connecting is bounded here; the engine bounds the rest (see the module's note).
-        timeout = httpx2.Timeout(None, connect=CONNECT_TIMEOUT)
-        limits = httpx2.Limits(
-            max_connections=anthropic.DEFAULT_CONNECTION_LIMITS.max_connections,
-            max_keepalive_connections=anthropic.DEFAULT_CONNECTION_LIMITS.max_keepalive_connections,
-            keepalive_expiry=KEEPALIVE_SECONDS,
-        )
-        client = anthropic.AsyncAnthropic(
-            # Always explicit: never fall back to a key or profile found elsewhere on the machine.
-            api_key=settings.ANTHROPIC_API_KEY or "no-key",
-            base_url=settings.ANTHROPIC_BASE_URL or None,
-            timeout=timeout,
-            max_retries=0,
-            http_client=anthropic.DefaultAioHttpClient(timeout=timeout, limits=limits),
-        )
-        _clients[loop] = client
-    return client
+    return _clients.get()
 
 
 async def llm_client_close() -> None:
     """Close the running loop's client and its connections; the next `llm_client()` opens a new one."""
-    client = _clients.pop(asyncio.get_running_loop(), None)
+    client = _clients.pop()
     if client is not None:
         await client.close()
 
