@@ -1,4 +1,4 @@
-"""The last tool lists a hub made from settings keeps in the database, for a process that starts while a server is down."""
+"""The tool lists a hub made from settings keeps in the database, for a process that starts while a server is down."""
 
 from __future__ import annotations
 
