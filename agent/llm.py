@@ -8,17 +8,18 @@ and the turn's time limit, see `agent.engine.loop`) and retries only what is saf
 httpx read timeout restarts with every byte, so a stream that sends `ping` events forever would
 never trip it; and the SDK's own retries would spend the turn's time without it knowing.
 
-Requests go out over aiohttp (the SDK's `DefaultAioHttpClient`), not httpx's own transport: under
-200 turns at once, reading the streams through httpx, httpcore and anyio was about a seventh of
-the server's CPU, and aiohttp took the server's CPU per turn down by about that much (measured
-with `bench/versus_minimal.py`). The SDK maps aiohttp's errors to httpx's, which `llm_failure` classifies.
+Requests go out over aiohttp (the SDK's `DefaultAioHttpClient`), not httpx's own transport: reading
+many concurrent streams through httpx, httpcore and anyio costs noticeably more CPU per turn
+(docs/performance.md). The SDK maps aiohttp's errors to httpx's, which `llm_failure` classifies.
 """
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
 import random
 import time
+import weakref
 from dataclasses import dataclass
 
 import anthropic
@@ -27,7 +28,6 @@ from anthropic.lib.streaming import _messages as sdk_message_stream
 from django.conf import settings
 
 from common.keepalive import KEEPALIVE_SECONDS
-from common.loops import LoopLocal
 from common.redaction import redact
 
 NOT_CONFIGURED_MESSAGE = (
@@ -47,10 +47,9 @@ BACKOFF_INITIAL = 0.5
 BACKOFF_MAX = 8.0
 
 
-# The SDK's stream accumulator evaluates `ParsedMessage[ResponseFormatT]` at every response's start
-# (a `cast` at run time), and pydantic keeps parametrized classes only weakly: once a collection
-# has freed it, that class is built again: for 94 to 288 of 300 streams measured, as often as the
-# collector ran (2% of a server's samples under 200 turns at once). Held here, it is built once.
+# The SDK's stream accumulator evaluates `ParsedMessage[ResponseFormatT]` at every response's start,
+# and pydantic keeps parametrized classes only weakly, so each garbage collection made the next
+# stream build it again. Held here, it is built once.
 _SDK_PARSED_MESSAGE = sdk_message_stream.ParsedMessage[sdk_message_stream.ResponseFormatT]
 
 
@@ -63,38 +62,39 @@ def llm_configured() -> bool:
     return bool(settings.ANTHROPIC_API_KEY or settings.ANTHROPIC_BASE_URL)
 
 
-def _client_open() -> anthropic.AsyncAnthropic:
-    # Only connecting is bounded here; the engine bounds the rest (see the module's note).
-    timeout = httpx2.Timeout(None, connect=CONNECT_TIMEOUT)
-    limits = httpx2.Limits(
-        max_connections=anthropic.DEFAULT_CONNECTION_LIMITS.max_connections,
-        max_keepalive_connections=anthropic.DEFAULT_CONNECTION_LIMITS.max_keepalive_connections,
-        keepalive_expiry=KEEPALIVE_SECONDS,
-    )
-    return anthropic.AsyncAnthropic(
-        # Always explicit: never fall back to a key or profile found elsewhere on the machine.
-        api_key=settings.ANTHROPIC_API_KEY or "no-key",
-        base_url=settings.ANTHROPIC_BASE_URL or None,
-        timeout=timeout,
-        max_retries=0,
-        http_client=anthropic.DefaultAioHttpClient(timeout=timeout, limits=limits),
-    )
-
-
 # One client per event loop: its connection pool belongs to the loop that opened it.
-_clients = LoopLocal(_client_open)
+_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, anthropic.AsyncAnthropic] = weakref.WeakKeyDictionary()
 
 
 def llm_client() -> anthropic.AsyncAnthropic:
     """The Messages API client for the running event loop; raises `LLMNotConfigured`."""
     if not llm_configured():
         raise LLMNotConfigured
-    return _clients.get()
+    loop = asyncio.get_running_loop()
+    client = _clients.get(loop)
+    if client is None:
+        # Only connecting is bounded here; the engine bounds the rest (see the module's note).
+        timeout = httpx2.Timeout(None, connect=CONNECT_TIMEOUT)
+        limits = httpx2.Limits(
+            max_connections=anthropic.DEFAULT_CONNECTION_LIMITS.max_connections,
+            max_keepalive_connections=anthropic.DEFAULT_CONNECTION_LIMITS.max_keepalive_connections,
+            keepalive_expiry=KEEPALIVE_SECONDS,
+        )
+        client = anthropic.AsyncAnthropic(
+            # Always explicit: never fall back to a key or profile found elsewhere on the machine.
+            api_key=settings.ANTHROPIC_API_KEY or "no-key",
+            base_url=settings.ANTHROPIC_BASE_URL or None,
+            timeout=timeout,
+            max_retries=0,
+            http_client=anthropic.DefaultAioHttpClient(timeout=timeout, limits=limits),
+        )
+        _clients[loop] = client
+    return client
 
 
 async def llm_client_close() -> None:
     """Close the running loop's client and its connections; the next `llm_client()` opens a new one."""
-    client = _clients.pop()
+    client = _clients.pop(asyncio.get_running_loop(), None)
     if client is not None:
         await client.close()
 
