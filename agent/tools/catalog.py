@@ -17,10 +17,10 @@ from typing import Any
 
 from django.utils import timezone
 
-from agent import selectors
-from agent.models import ToolCatalog as ToolCatalogRow
+from agent.models import ToolCatalog as StoredToolList
 from agent.tools.config import ServerConfig
 from common.db import db_call
+from common.redaction import redact
 
 logger = logging.getLogger(__name__)
 
@@ -54,7 +54,7 @@ class ToolCatalog:
         if config.name in self._known or not self.persisted or config.name in self._looked_up:
             return self._known.get(config.name)
         try:
-            stored = await db_call(selectors.tool_catalog_get, server=config.name, target=config.target)
+            stored = await db_call(tool_catalog_get, server=config.name, target=config.target)
         except Exception as exc:
             logger.warning("could not read the stored tool list of MCP server %r: %s", config.name, exc)
             return None
@@ -66,6 +66,13 @@ class ToolCatalog:
 
 def tool_catalog_save(*, server: str, target: str, tools: list[dict[str, Any]]) -> None:
     """Keep `server`'s latest tool list (replacing the one before), for processes that find it down."""
-    ToolCatalogRow.objects.update_or_create(
+    StoredToolList.objects.update_or_create(
         server=server, defaults={"target": target, "tools": tools, "listed_at": timezone.now()}
     )
+
+
+def tool_catalog_get(*, server: str, target: str) -> list[dict[str, Any]] | None:
+    """The tool list `server` last answered at `target`, or None when none is known."""
+    # Stored redacted (a URL may carry a token): compare like with like.
+    row = StoredToolList.objects.filter(server=server, target=redact(target)).values_list("tools", flat=True).first()
+    return None if row is None else list(row)
