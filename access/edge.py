@@ -49,14 +49,14 @@ class MeshOnly:
         peer = (scope.get("client") or (None, None))[0]
         if not address_within(peer, allowed_networks()):
             logger.warning("refused %s %r from %s: outside HERMES_ALLOWED_CIDRS", scope["type"], _path(scope), peer)
-            if scope["type"] == "http":
-                return await asgi_http_refuse(
-                    send,
-                    status=403,
-                    code="network_not_allowed",
-                    message="Hermes accepts connections only from its own networks (HERMES_ALLOWED_CIDRS).",
-                )
-            return await asgi_websocket_deny(receive, send)
+            return await _refuse(
+                scope,
+                receive,
+                send,
+                status=403,
+                code="network_not_allowed",
+                message="Hermes accepts connections only from its own networks (HERMES_ALLOWED_CIDRS).",
+            )
         exposure_note_connection(scope)
         host = scope_host(scope)
         if not host_allowed(host):
@@ -67,14 +67,14 @@ class MeshOnly:
                 peer,
                 host[:100],
             )
-            if scope["type"] == "http":
-                return await asgi_http_refuse(
-                    send,
-                    status=400,
-                    code="host_not_allowed",
-                    message="Hermes does not answer to this host name (HERMES_ALLOWED_HOSTS).",
-                )
-            return await asgi_websocket_deny(receive, send)
+            return await _refuse(
+                scope,
+                receive,
+                send,
+                status=400,
+                code="host_not_allowed",
+                message="Hermes does not answer to this host name (HERMES_ALLOWED_HOSTS).",
+            )
         headers = scope.get("headers", [])
         if not address_within(peer, trusted_proxy_networks()):
             headers = [(n, v) for n, v in headers if n.lower() not in _TRUSTED_PROXY_ONLY]
@@ -85,6 +85,14 @@ class MeshOnly:
 def mesh_only(app: ASGIApp) -> ASGIApp:
     """`app` behind the network check (see the module docstring)."""
     return MeshOnly(app)
+
+
+async def _refuse(scope: Scope, receive: Any, send: Any, *, status: int, code: str, message: str) -> None:
+    """An HTTP request gets the reason as JSON; a WebSocket is denied before it is accepted."""
+    if scope["type"] == "http":
+        await asgi_http_refuse(send, status=status, code=code, message=message)
+    else:
+        await asgi_websocket_deny(receive, send)
 
 
 def _path(scope: Scope) -> str:

@@ -42,7 +42,6 @@ import contextvars
 import logging
 import time
 import uuid
-import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,6 +53,7 @@ from agent.conversation.events import Done, Event, TextDelta, ThinkingDelta
 from agent.elicitation.store import elicitation_wake
 from agent.engine.runner import TurnHandle
 from common.db import db_call
+from common.loops import LoopLocal
 
 logger = logging.getLogger(__name__)
 
@@ -555,20 +555,16 @@ async def turns_interrupted_publish(turn_ids: list[uuid.UUID]) -> None:
         )
 
 
-_registries: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, TurnRegistry] = weakref.WeakKeyDictionary()
+_registries = LoopLocal(TurnRegistry)
 
 
 def turn_registry() -> TurnRegistry:
     """The registry of the running event loop (one per Daphne process)."""
-    loop = asyncio.get_running_loop()
-    registry = _registries.get(loop)
-    if registry is None:
-        registry = _registries[loop] = TurnRegistry()
-    return registry
+    return _registries.get()
 
 
 async def turn_registry_close() -> None:
     """Close the running loop's registry, if it has one."""
-    registry = _registries.pop(asyncio.get_running_loop(), None)
+    registry = _registries.pop()
     if registry is not None:
         await registry.aclose()

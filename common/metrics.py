@@ -12,10 +12,14 @@ create unbounded series.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+import logging
+from collections.abc import Iterator, Mapping
+from typing import Generic, TypeVar
 
 from prometheus_client import REGISTRY, Counter, Gauge, Histogram
+from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.exposition import choose_encoder
+from prometheus_client.registry import Collector
 
 UNKNOWN = "(unknown)"
 
@@ -236,3 +240,49 @@ def metrics_exposition(accept: str = "") -> tuple[bytes, str]:
     (OpenMetrics for a Prometheus server that prefers it, else the classic text format)."""
     encode, content_type = choose_encoder(accept)
     return encode(REGISTRY), content_type
+
+
+CountsT = TypeVar("CountsT")
+
+_collectors_registered: set[str] = set()
+
+
+class DatabaseCollector(Collector, Generic[CountsT]):
+    """Gauges of running totals read from the database at scrape time.
+
+    For processes that serve no HTTP (the watcher, the Matrix bridge): their work is stored as rows,
+    so any Daphne process reports all of it. `families` lists each gauge as (name, help, label);
+    `counts_read()` reads the database, `families_build(counts)` turns that into the gauges.
+    """
+
+    subject = ""
+    families: tuple[tuple[str, str, str], ...] = ()
+
+    def describe(self) -> Iterator[GaugeMetricFamily]:
+        # Names only: without describe(), registering would collect, i.e. query the database at import.
+        for name, help_text, label in self.families:
+            yield GaugeMetricFamily(name, help_text, labels=[label])
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        try:
+            counts = self.counts_read()
+        except Exception as exc:
+            # A scrape must not fail (nor any other reader of the registry) because the database
+            # cannot be read from here and now: these figures are left out of this one.
+            logging.getLogger(type(self).__module__).debug("%s metrics left out: %s", self.subject, exc)
+            return
+        yield from self.families_build(counts)
+
+    def counts_read(self) -> CountsT:
+        raise NotImplementedError
+
+    def families_build(self, counts: CountsT) -> Iterator[GaugeMetricFamily]:
+        raise NotImplementedError
+
+
+def collector_register(collector: Collector) -> None:
+    """Add `collector` to the default registry, once per process and collector class."""
+    kind = type(collector).__name__
+    if kind not in _collectors_registered:
+        REGISTRY.register(collector)
+        _collectors_registered.add(kind)

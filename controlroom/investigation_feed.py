@@ -24,12 +24,12 @@ import asyncio
 import contextvars
 import logging
 import secrets
-import weakref
 from typing import Any
 
 from channels.db import database_sync_to_async
 from channels.layers import BaseChannelLayer, get_channel_layer
 
+from common.loops import LoopLocal
 from watch.selectors import InvestigationNews, investigation_newest_id, investigations_open, investigations_since
 
 logger = logging.getLogger(__name__)
@@ -155,19 +155,15 @@ class InvestigationFeed:
             self._followed.pop(min(self._followed))
 
 
-_feeds: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, InvestigationFeed] = weakref.WeakKeyDictionary()
+_feeds = LoopLocal(InvestigationFeed)
 
 
 def investigation_feed() -> InvestigationFeed:
     """The feed of the running event loop (one per Daphne process)."""
-    loop = asyncio.get_running_loop()
-    feed = _feeds.get(loop)
-    if feed is None:
-        feed = _feeds[loop] = InvestigationFeed()
-    return feed
+    return _feeds.get()
 
 
 async def investigation_feed_close() -> None:
-    feed = _feeds.pop(asyncio.get_running_loop(), None)
+    feed = _feeds.pop()
     if feed is not None:
         await feed.aclose()

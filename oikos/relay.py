@@ -33,7 +33,6 @@ import asyncio
 import contextvars
 import logging
 import secrets
-import weakref
 from collections.abc import Iterable
 from typing import Any
 
@@ -41,6 +40,7 @@ from channels.layers import BaseChannelLayer, get_channel_layer
 from django.conf import settings
 from django.utils import timezone
 
+from common.loops import LoopLocal
 from oikos.card_context import approval_contexts_attach
 from oikos.client import OikosClient, OikosError, oikos_config
 from oikos.rail import ApprovalState, RailState
@@ -294,19 +294,15 @@ class OikosClientProblem(Exception):
         return "Oikos's REST API is not configured: set OIKOS_API_URL and OIKOS_API_TOKEN."
 
 
-_relays: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, OikosRelay] = weakref.WeakKeyDictionary()
+_relays = LoopLocal(OikosRelay)
 
 
 def oikos_relay() -> OikosRelay:
     """The relay of the running event loop (one per Daphne process)."""
-    loop = asyncio.get_running_loop()
-    relay = _relays.get(loop)
-    if relay is None:
-        relay = _relays[loop] = OikosRelay()
-    return relay
+    return _relays.get()
 
 
 async def oikos_relay_close() -> None:
-    relay = _relays.pop(asyncio.get_running_loop(), None)
+    relay = _relays.pop()
     if relay is not None:
         await relay.aclose()

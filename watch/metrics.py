@@ -8,38 +8,28 @@ skipped, by reason. (Gauges of totals, not counters: they are the database's run
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterator
+from typing import Any
 
 from prometheus_client.core import GaugeMetricFamily
-from prometheus_client.registry import Collector
 
+from common.metrics import DatabaseCollector, collector_register
 from watch.models import WatchedEvent
-
-logger = logging.getLogger(__name__)
-_registered = False
-
 
 EVENTS = ("hermes_watch_events", "Oikos events claimed by the watchers, by what they led to.")
 SKIPPED = ("hermes_investigations_skipped", "Investigations recorded without a model call, by reason.")
 
 
-class WatchCollector(Collector):
-    def describe(self) -> Iterator[GaugeMetricFamily]:
-        # Names only: without describe(), registering would collect, i.e. query the database at import.
-        yield GaugeMetricFamily(*EVENTS, labels=["outcome"])
-        yield GaugeMetricFamily(*SKIPPED, labels=["reason"])
+class WatchCollector(DatabaseCollector[dict[str, Any]]):
+    subject = "watch"
+    families = ((*EVENTS, "outcome"), (*SKIPPED, "reason"))
 
-    def collect(self) -> Iterator[GaugeMetricFamily]:
+    def counts_read(self) -> dict[str, Any]:
         from watch.selectors import watch_counts
 
-        try:
-            counts = watch_counts()
-        except Exception as exc:
-            # A scrape must not fail (nor any other reader of the registry) because the database
-            # cannot be read from here and now: the watcher's figures are left out of this one.
-            logger.debug("watch metrics left out: %s", exc)
-            return
+        return watch_counts()
+
+    def families_build(self, counts: dict[str, Any]) -> Iterator[GaugeMetricFamily]:
         events = GaugeMetricFamily(*EVENTS, labels=["outcome"])
         for outcome in WatchedEvent.Outcome.values:
             events.add_metric([outcome], counts["outcomes"].get(outcome, 0))
@@ -52,9 +42,4 @@ class WatchCollector(Collector):
 
 def watch_collector_register() -> None:
     """Add the watcher's figures to the default registry, once per process."""
-    global _registered
-    if not _registered:
-        from prometheus_client import REGISTRY
-
-        REGISTRY.register(WatchCollector())
-        _registered = True
+    collector_register(WatchCollector())

@@ -46,6 +46,7 @@ from agent.tools.oauth.providers import Browser, oauth_auth
 from agent.tools.provenance import tool_is_execution_request, tool_offered
 from common import metrics
 from common.logs import log_event
+from common.loops import LoopLocal
 from common.redaction import redact_value, redaction_key, secrets_register
 
 logger = logging.getLogger(__name__)
@@ -526,9 +527,8 @@ class ToolHub:
         )
 
 
-# A hub's connections are owned by tasks of one event loop, so there is one hub per loop: Daphne
-# runs one loop for its lifetime; tests and `manage.py` commands create loops of their own.
-_hubs: dict[asyncio.AbstractEventLoop, ToolHub] = {}
+# A hub's connections are owned by tasks of one event loop, so there is one hub per loop.
+_hubs = LoopLocal(ToolHub.from_settings)
 
 
 def tool_hub() -> ToolHub:
@@ -537,19 +537,12 @@ def tool_hub() -> ToolHub:
     Raises:
         MCPConfigError: the MCP configuration is unusable (checked on first use in each loop).
     """
-    loop = asyncio.get_running_loop()
-    hub = _hubs.get(loop)
-    if hub is None:
-        # Forget hubs of loops that were closed without `tool_hub_close()`; nothing can run them.
-        for closed in [other for other in _hubs if other.is_closed()]:
-            del _hubs[closed]
-        hub = _hubs[loop] = ToolHub.from_settings()
-    return hub
+    return _hubs.get()
 
 
 async def tool_hub_close() -> None:
     """Close and forget the running loop's hub; the next `tool_hub()` reads settings afresh."""
-    hub = _hubs.pop(asyncio.get_running_loop(), None)
+    hub = _hubs.pop()
     if hub is not None:
         await hub.aclose()
 

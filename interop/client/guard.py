@@ -18,6 +18,7 @@ import asyncio
 import ipaddress
 import socket
 from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 import httpx
 import httpx2
@@ -106,6 +107,26 @@ class PeerPolicy:
         return None
 
 
+# The two httpx generations have the same request/response API under different types.
+RequestT = TypeVar("RequestT", httpx.Request, httpx2.Request)
+ResponseT = TypeVar("ResponseT", httpx.Response, httpx2.Response)
+
+
+async def guarded(policy: PeerPolicy, request: RequestT, send: Callable[[RequestT], Awaitable[ResponseT]]) -> ResponseT:
+    """`send(request)` to the address `policy` checked, keeping the name for TLS; refuses a redirect."""
+    host = request.url.host
+    port = request.url.port or (443 if request.url.scheme == "https" else 80)
+    address = await policy.address_for(str(request.url), host, port)
+    request.extensions = {**request.extensions, "sni_hostname": host}
+    request.url = request.url.copy_with(host=address)
+    response = await send(request)
+    refusal = policy.redirect_refusal(response.status_code, response.headers.get("location"))
+    if refusal is not None:
+        await response.aclose()
+        raise refusal
+    return response
+
+
 class GuardedTransport(httpx.AsyncHTTPTransport):
     """A classic-httpx transport (for the `a2a-sdk` client) that obeys a `PeerPolicy`."""
 
@@ -114,17 +135,7 @@ class GuardedTransport(httpx.AsyncHTTPTransport):
         self._policy = policy
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        host = request.url.host
-        port = request.url.port or (443 if request.url.scheme == "https" else 80)
-        address = await self._policy.address_for(str(request.url), host, port)
-        request.extensions = {**request.extensions, "sni_hostname": host}
-        request.url = request.url.copy_with(host=address)
-        response = await super().handle_async_request(request)
-        refusal = self._policy.redirect_refusal(response.status_code, response.headers.get("location"))
-        if refusal is not None:
-            await response.aclose()
-            raise refusal
-        return response
+        return await guarded(self._policy, request, super().handle_async_request)
 
 
 class GuardedTransport2(httpx2.AsyncHTTPTransport):
@@ -135,14 +146,4 @@ class GuardedTransport2(httpx2.AsyncHTTPTransport):
         self._policy = policy
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        host = request.url.host
-        port = request.url.port or (443 if request.url.scheme == "https" else 80)
-        address = await self._policy.address_for(str(request.url), host, port)
-        request.extensions = {**request.extensions, "sni_hostname": host}
-        request.url = request.url.copy_with(host=address)
-        response = await super().handle_async_request(request)
-        refusal = self._policy.redirect_refusal(response.status_code, response.headers.get("location"))
-        if refusal is not None:
-            await response.aclose()
-            raise refusal
-        return response
+        return await guarded(self._policy, request, super().handle_async_request)

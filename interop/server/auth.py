@@ -20,8 +20,9 @@ import json
 
 from channels.db import database_sync_to_async
 from django.conf import settings
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
+from interop.server.bodies import body_read, body_replay
 from interop.services import pairing_token_verify
 
 PUBLIC_PATHS = frozenset({"/.well-known/agent-card.json", "/.well-known/agent.json"})
@@ -50,11 +51,11 @@ class PeerAuthMiddleware:
         if declared.isdigit() and int(declared) > limit:
             await _reply(send, 413, f"request body over {limit:,} bytes")
             return
-        body = await _body_read(receive, limit)
+        body = await body_read(receive, limit=limit)
         if body is None:
             await _reply(send, 413, f"request body over {limit:,} bytes")
             return
-        await self.app({**scope, PEER_SCOPE_KEY: peer}, _replay(body, receive), send)
+        await self.app({**scope, PEER_SCOPE_KEY: peer}, body_replay(body, receive), send)
 
 
 async def _authenticate(scope: Scope, headers: dict[str, str]) -> tuple[str | None, str]:
@@ -96,37 +97,6 @@ def _is_loopback(host: str) -> bool:
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
         address = address.ipv4_mapped
     return address.is_loopback
-
-
-async def _body_read(receive: Receive, limit: int) -> bytes | None:
-    """The whole request body, or None as soon as it passes `limit` bytes."""
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            break
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            return None
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            break
-    return b"".join(chunks)
-
-
-def _replay(body: bytes, receive: Receive) -> Receive:
-    sent = False
-
-    async def replay() -> Message:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()  # later calls wait for the disconnect, as the server's would
-
-    return replay
 
 
 async def _reply(send: Send, status: int, error: str, *, extra: list[tuple[bytes, bytes]] | None = None) -> None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any
+from typing import Any, overload
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -43,14 +43,15 @@ class BodyCheckMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        body = await _body_read(receive)
+        # `PeerAuthMiddleware` has read the body already (and held it to the size limit): one message.
+        body = await body_read(receive)
         refusal = body_refusal(scope, body)
         if refusal is not None:
             status, code, message = refusal
             logger.warning("refused %s %r: %s", scope.get("method"), str(scope.get("path", ""))[:200], message)
             await _reply(send, scope["path"], status, code, message)
             return
-        await self.app(scope, _replay(body, receive), send)
+        await self.app(scope, body_replay(body, receive), send)
 
 
 def body_refusal(scope: Scope, body: bytes) -> tuple[int, str, str] | None:
@@ -75,20 +76,32 @@ def _media_type(scope: Scope) -> str:
     return ""
 
 
-async def _body_read(receive: Receive) -> bytes:
-    # `PeerAuthMiddleware` has read the body already (and held it to the size limit): one message.
+@overload
+async def body_read(receive: Receive) -> bytes: ...
+@overload
+async def body_read(receive: Receive, *, limit: int) -> bytes | None: ...
+
+
+async def body_read(receive: Receive, *, limit: int | None = None) -> bytes | None:
+    """The whole request body, or None as soon as it passes `limit` bytes (when there is one)."""
     chunks: list[bytes] = []
+    size = 0
     while True:
         message = await receive()
         if message["type"] != "http.request":
             break
-        chunks.append(message.get("body", b""))
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if limit is not None and size > limit:
+            return None
+        chunks.append(chunk)
         if not message.get("more_body", False):
             break
     return b"".join(chunks)
 
 
-def _replay(body: bytes, receive: Receive) -> Receive:
+def body_replay(body: bytes, receive: Receive) -> Receive:
+    """A `receive` that hands the app the body read already, then passes on to the server's."""
     sent = False
 
     async def replay() -> Message:
@@ -96,7 +109,7 @@ def _replay(body: bytes, receive: Receive) -> Receive:
         if not sent:
             sent = True
             return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
+        return await receive()  # later calls wait for the disconnect, as the server's would
 
     return replay
 
