@@ -27,7 +27,7 @@ def cache_breakpoints_apply(
 
     Only what carries a mark is copied (the list, the marked message, its block list and the marked
     block): the rest is shared with the arguments, which are never changed. Deep copies of every
-    tool schema and message, for each model call, were a measurable part of a turn (issue 15).
+    tool schema and message, for each model call, were a measurable part of a turn (docs/performance.md).
     """
     marked_tools = list(tools)
     if marked_tools:
