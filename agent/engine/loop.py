@@ -26,7 +26,7 @@ from agent.engine.budgets import Budgets
 from agent.engine.compaction import ContextKeeper
 from agent.engine.journal import TurnJournal
 from agent.engine.model_call import ModelCaller, ModelCallFailed
-from agent.engine.state import TurnState
+from agent.engine.state import Block, TurnState
 from agent.engine.stop import StopRequest
 from agent.engine.storage import FENCED_MESSAGE, STORAGE_ERROR, end_write_retried, storage_failure, storage_failure_text
 from agent.engine.thinking import ThinkingSettings
@@ -139,12 +139,12 @@ class TurnLoop:
         self._task = asyncio.current_task()
         heartbeat = asyncio.create_task(self._heartbeat())
         try:
-            ending = await self._ending_of_loop()
+            ending = await self._loop_ending()
         finally:
             heartbeat.cancel()
         await self._end(ending)
 
-    async def _ending_of_loop(self) -> Coroutine[Any, Any, None]:
+    async def _loop_ending(self) -> Coroutine[Any, Any, None]:
         """Run the loop; the ending its outcome calls for."""
         try:
             stop_reason = await self._loop()
@@ -164,15 +164,20 @@ class TurnLoop:
         tools, note = await self.tools.prepare()
         self.caller.tools_offer(tools, note=note)
         while not (capped := self._budget_exhausted()):
-            answer = await self.caller.call(final=False)
-            tool_uses = await self.journal.model_message(
-                answer.content, context_tokens=answer.context_tokens, context_window=self.context.window
-            )
+            stop_reason, tool_uses = await self._model_step(final=False)
             if not tool_uses:
-                return answer.stop_reason
+                return stop_reason
             results = await self.tools.run(tool_uses)
             self.journal.append_behind("user", results)
         return await self._final_answer(capped)
+
+    async def _model_step(self, *, final: bool) -> tuple[str, list[Block]]:
+        """One model call, its message kept by the journal; its stop reason and the calls it asks for."""
+        answer = await self.caller.call(final=final)
+        tool_uses = await self.journal.model_message(
+            answer.content, context_tokens=answer.context_tokens, context_window=self.context.window
+        )
+        return answer.stop_reason, tool_uses
 
     # --- budgets ---------------------------------------------------------------------------------
 
@@ -200,10 +205,7 @@ class TurnLoop:
         else:
             await self.journal.append("user", [nudge])
         # Bounded by the turn's time limit, like every model call: the reserve kept for it is what it gets.
-        answer = await self.caller.call(final=True)
-        await self.journal.model_message(
-            answer.content, context_tokens=answer.context_tokens, context_window=self.context.window
-        )
+        await self._model_step(final=True)
         return reason
 
     # --- endings ---------------------------------------------------------------------------------
@@ -262,7 +264,7 @@ class TurnLoop:
         await self._keep_partial(failure.partial)
         await self._finish(Turn.Status.ERROR, failure.code, error=str(failure), code=failure.code)
 
-    async def _keep_partial(self, partial: list[dict[str, Any]]) -> None:
+    async def _keep_partial(self, partial: list[Block]) -> None:
         if partial:
             await self.journal.append("assistant", partial)
 
