@@ -72,15 +72,15 @@ class TurnLoop:
         system: str,
         budgets: Budgets,
         emit: Emit,
+        stop: StopRequest,
         thinking: ThinkingSettings | None = None,
         tools_ahead: ListingsAhead | None = None,
-        stop: StopRequest | None = None,
     ) -> None:
         self.state = state
         self.model = model
         self.budgets = budgets
         self.emit = emit
-        self.stop = stop or StopRequest()
+        self.stop = stop
         self.clock_start = time.monotonic()
         self.time_limit = self.clock_start + budgets.timeout
         self.deadline = self.time_limit - budgets.final_answer_reserve
