@@ -4,7 +4,7 @@
 gateway); with a base URL but no key Hermes runs keyless, which such servers accept.
 
 The client neither times out reads nor retries: the turn engine bounds each call itself (silence
-and the turn's time limit, see `agent.engine.loop`) and retries only what is safe to retry. An
+and the turn's time limit, see `agent.engine.model_call`) and retries only what is safe to retry. An
 httpx read timeout restarts with every byte, so a stream that sends `ping` events forever would
 never trip it; and the SDK's own retries would spend the turn's time without it knowing.
 

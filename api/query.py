@@ -67,7 +67,7 @@ async def query(request: HttpRequest) -> JsonResponse:
 
     correlation_id = uuid.uuid4()
     actor = request_actor(request)
-    activity_id = await database_sync_to_async(ledger.activity_start)(
+    call = ledger.LedgerCall(
         correlation_id=correlation_id,
         session_id=None,
         actor=actor,
@@ -77,6 +77,7 @@ async def query(request: HttpRequest) -> JsonResponse:
         arguments=args,
         started_at=timezone.now(),
     )
+    activity_id = await database_sync_to_async(ledger.activity_start)(call=call)
     # The correlation id goes to the server too (MCP `_meta`), so both ledgers can be matched.
     context = ToolCallContext(actor=actor, turn_id=correlation_id)
     try:

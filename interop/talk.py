@@ -206,7 +206,7 @@ class Talk:
         await database_sync_to_async(services.exchange_turn_attach)(
             exchange_id=result.exchange_id, turn_id=handle.turn_id
         )
-        await database_sync_to_async(ledger.activity_record)(
+        call = ledger.LedgerCall(
             correlation_id=handle.turn_id,
             session_id=handle.session_id,
             actor=self.actor,
@@ -214,10 +214,10 @@ class Talk:
             server="hermes",
             tool="a2a_send",
             arguments={"url": self.peer.url, "message": result.message, "task_id": result.thread_id},
-            result=send_result_record(result),
-            is_error=False,
-            duration_ms=result.duration_ms,
             started_at=timezone.now() - datetime.timedelta(milliseconds=result.duration_ms),
+        )
+        await database_sync_to_async(ledger.activity_record)(
+            call=call, result=send_result_record(result), is_error=False, duration_ms=result.duration_ms
         )
 
     async def _stop(self, reason: str) -> None:

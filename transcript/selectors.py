@@ -13,7 +13,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from agent.engine.approvals import REQUEST_EXECUTION, approval_from_result
-from agent.engine.loop import PREVIEW_CHARS
+from agent.engine.tool_round import PREVIEW_CHARS
 from agent.models import Activity, Elicitation, Message, Turn
 from transcript.view import (
     ApprovalItem,

@@ -16,6 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from agent.conversation.results import tool_error_blocks, tool_error_record
+
 OutcomeState = Literal["ok", "error", "unknown"]
 
 # The one tool through which anything changes (DESIGN §7): a repeat can restart or deploy twice.
@@ -53,12 +55,25 @@ class ToolOutcome:
     structured: Any | None  # structured_content, or the text parsed when it is a JSON object
     duration_ms: int
     # The call may have run although no answer came back (timeout, lost connection): see above.
-    unknown: bool = False
+    may_have_run: bool = False
+
+    @classmethod
+    def unknown(cls, *, tool: str, cause: Cutoff, duration_ms: int) -> ToolOutcome:
+        """A call cut off in flight by `cause`: an error whose outcome is unknown (it may have run)."""
+        text = outcome_unknown_text(tool=tool, cause=cause)
+        return cls(
+            content=tool_error_blocks(text),
+            is_error=True,
+            record=tool_error_record(cause.kind, text),
+            structured=None,
+            duration_ms=duration_ms,
+            may_have_run=True,
+        )
 
     @property
     def state(self) -> OutcomeState:
         """The ledger's word for it: `ok`, `error`, or `unknown` (an error that may have run)."""
-        if self.unknown:
+        if self.may_have_run:
             return "unknown"
         return "error" if self.is_error else "ok"
 

@@ -120,7 +120,7 @@ class ContextKeeper:
         # The turn's `TurnState`: its messages are replaced after a compaction, its usage grows.
         self.state = state
         # Awaited before the stored session is read to compact it: the turn's writes still on
-        # their way (`TurnLoop._append_behind`) are part of what it compacts.
+        # their way (`TurnJournal.append_behind`) are part of what it compacts.
         self.before_compacting = before_compacting
         self.client = client
         self.model = model

@@ -7,7 +7,7 @@ Two bounds, both asyncio deadlines around the whole attempt rather than HTTP rea
 - the turn's time limit (`time_limit`, a `time.monotonic()` moment): reached, the attempt ends at
   once, wherever it is (waiting for headers, mid-answer, between pings).
 
-Whether a failed attempt is tried again is the caller's decision (`TurnLoop._model_call`): only
+Whether a failed attempt is tried again is the caller's decision (`ModelCaller.call`): only
 it knows whether anything was shown yet.
 """
 

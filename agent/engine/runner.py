@@ -23,11 +23,11 @@ from django.conf import settings
 from agent import presence
 from agent.budget import INVESTIGATION_ORIGIN, Admission, BudgetKind, BudgetRefused, PeerAllowance
 from agent.conversation.events import Done, Event
-from agent.conversation.outcomes import CUTOFF_INTERRUPTED, cutoff_cancelled
 from agent.elicitation.types import Answerer
 from agent.engine.budgets import Budgets
 from agent.engine.loop import TurnLoop, TurnState
 from agent.engine.prompt import PersonaFileError, system_prompt_build
+from agent.engine.stop import StopRequest
 from agent.engine.thinking import ThinkingSettings
 from agent.llm import NOT_CONFIGURED_MESSAGE, LLMNotConfigured, llm_client
 from agent.store import sessions as session_store
@@ -71,7 +71,8 @@ class TurnHandle:
     # The model answering this turn.
     model: str = ""
     task: asyncio.Task[None] | None = None
-    turn_loop: TurnLoop | None = None
+    # How the turn is asked to stop; its loop reads it.
+    stop: StopRequest = field(default_factory=StopRequest)
     # Every event so far, so a late subscriber can replay the turn before following it live.
     log: list[Event] = field(default_factory=list)
     _subscribers: list[asyncio.Queue[Event]] = field(default_factory=list)
@@ -115,28 +116,15 @@ class TurnHandle:
         `reason` is what its record says instead of the operator's Stop (a peer that went away);
         the first cancel's reason stands.
         """
-        task, turn_loop = self.task, self.turn_loop
+        task = self.task
         if task is None or task.done():
             return
-        if turn_loop is None:
+        if self.stop.cancel_request(reason, already_cancelling=task.cancelling() > 0):
             task.cancel()
-            return
-        if reason and not task.cancelling() and not turn_loop.stop_requested:
-            turn_loop.cancelled_by = reason
-            # The model hears it too, of the calls the cancel cuts off.
-            turn_loop.cancel_cause = cutoff_cancelled(reason)
-        if turn_loop.begun:
-            task.cancel()
-        else:
-            # Cancelled before its first step, the task would end without running a line of the
-            # turn: nothing stored, no `done`. It stops at that step instead, the same way.
-            turn_loop.stop_requested = True
 
     def interrupt(self, reason: str) -> None:
         """Stop the turn because its process is going away: it ends `interrupted` with `reason`."""
-        if self.turn_loop is not None:
-            self.turn_loop.interrupted_by = reason
-            self.turn_loop.cancel_cause = CUTOFF_INTERRUPTED
+        self.stop.interrupt_request(reason)
         self.cancel()
 
     async def wait(self) -> None:
@@ -291,12 +279,12 @@ async def turn_start(
         emit=handle.publish,
         thinking=ThinkingSettings.from_settings(),
         tools_ahead=tools_ahead,
+        stop=handle.stop,
     )
     # A fresh context: the turn must not inherit the request's context (and its cancellation
     # scope) from whichever transport started it.
     task = asyncio.get_running_loop().create_task(loop.run(), context=contextvars.Context())
     handle.task = task
-    handle.turn_loop = loop
     _running[handle.turn_id] = handle
     task.add_done_callback(lambda _task: _turn_ended(handle.turn_id))
     if begun.interrupted:

@@ -1,4 +1,5 @@
-"""TODO docstring."""
+"""The ledger: one row per tool call, written `started` before the call goes out and completed
+when it answers (or is cut off), each with its search entry. Synchronous and transactional."""
 
 from __future__ import annotations
 
@@ -55,6 +56,20 @@ _SEARCH_RESULT_ADD = Update(SearchEntry, appended=["text"], where=["activity_id"
 
 
 @dataclass(frozen=True)
+class LedgerCall:
+    """A tool call as its ledger row starts: whose turn it is, which tool, with what arguments."""
+
+    correlation_id: uuid.UUID
+    session_id: uuid.UUID | None
+    actor: str
+    tool_use_id: str
+    server: str
+    tool: str
+    arguments: dict[str, Any]
+    started_at: datetime.datetime
+
+
+@dataclass(frozen=True)
 class ActivityEnd:
     """How a tool call whose ledger row is `started` ended (`activity_finish`'s arguments)."""
 
@@ -65,49 +80,21 @@ class ActivityEnd:
     duration_ms: int
 
 
-def activity_start(
-    *,
-    correlation_id: uuid.UUID,
-    session_id: uuid.UUID | None,
-    actor: str,
-    tool_use_id: str,
-    server: str,
-    tool: str,
-    arguments: dict[str, Any],
-    started_at: datetime.datetime,
-) -> int:
+def activity_start(*, call: LedgerCall) -> int:
     """Write a tool call's ledger row, state `started`, before the call is sent; returns its id.
 
     Written first so that a crash mid-call leaves a trace: the row says the call went out, and the
     session's next turn can tell the model its outcome is unknown instead of "not run".
     """
     with transaction.atomic(), connection.cursor() as cursor:
-        return activity_create(
-            cursor,
-            correlation_id=correlation_id,
-            session_id=session_id,
-            actor=actor,
-            tool_use_id=tool_use_id,
-            server=server,
-            tool=tool,
-            arguments=arguments,
-            state=Activity.State.STARTED,
-            started_at=started_at,
-        )
+        return activity_create(cursor, call=call, state=Activity.State.STARTED)
 
 
 def activity_create(
     cursor: CursorWrapper,
     *,
-    correlation_id: uuid.UUID,
-    session_id: uuid.UUID | None,
-    actor: str,
-    tool_use_id: str,
-    server: str,
-    tool: str,
-    arguments: dict[str, Any],
+    call: LedgerCall,
     state: str,
-    started_at: datetime.datetime,
     result: dict[str, Any] | None = None,
     is_error: bool = False,
     duration_ms: int = 0,
@@ -116,29 +103,29 @@ def activity_create(
     result = result if result is not None else {}
     activity_id: int = _ACTIVITY_NEW.run(
         cursor,
-        correlation_id=correlation_id,
-        session_id=session_id,
-        actor=actor,
-        tool_use_id=tool_use_id,
-        server=server,
-        tool=tool,
-        arguments=arguments,
+        correlation_id=call.correlation_id,
+        session_id=call.session_id,
+        actor=call.actor,
+        tool_use_id=call.tool_use_id,
+        server=call.server,
+        tool=call.tool,
+        arguments=call.arguments,
         result=result,
         state=state,
         is_error=is_error,
         duration_ms=duration_ms,
-        started_at=started_at,
+        started_at=call.started_at,
     )
     entry = activity_entry(
         activity_id=activity_id,
-        session_id=session_id,
-        correlation_id=correlation_id,
-        server=server,
-        tool=tool,
-        tool_use_id=tool_use_id,
-        arguments=arguments,
+        session_id=call.session_id,
+        correlation_id=call.correlation_id,
+        server=call.server,
+        tool=call.tool,
+        tool_use_id=call.tool_use_id,
+        arguments=call.arguments,
         result=result,
-        started_at=started_at,
+        started_at=call.started_at,
     )
     if entry is not None:
         SEARCH_ENTRY_NEW.run(cursor, **entry)
@@ -169,34 +156,10 @@ def activity_end_write(cursor: CursorWrapper, end: ActivityEnd) -> None:
         _SEARCH_RESULT_ADD.run(cursor, where=[end.activity_id], text=addition)
 
 
-def activity_record(
-    *,
-    correlation_id: uuid.UUID,
-    session_id: uuid.UUID | None,
-    actor: str,
-    tool_use_id: str,
-    server: str,
-    tool: str,
-    arguments: dict[str, Any],
-    result: dict[str, Any],
-    is_error: bool,
-    duration_ms: int,
-    started_at: datetime.datetime,
-) -> int:
+def activity_record(*, call: LedgerCall, result: dict[str, Any], is_error: bool, duration_ms: int) -> int:
     """A finished call's row in one write, for an exchange recorded after the fact (`a2a talk`); its id."""
+    state = Activity.State.ERROR if is_error else Activity.State.OK
     with transaction.atomic(), connection.cursor() as cursor:
         return activity_create(
-            cursor,
-            correlation_id=correlation_id,
-            session_id=session_id,
-            actor=actor,
-            tool_use_id=tool_use_id,
-            server=server,
-            tool=tool,
-            arguments=arguments,
-            result=result,
-            state=Activity.State.ERROR if is_error else Activity.State.OK,
-            is_error=is_error,
-            duration_ms=duration_ms,
-            started_at=started_at,
+            cursor, call=call, state=state, result=result, is_error=is_error, duration_ms=duration_ms
         )

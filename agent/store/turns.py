@@ -24,7 +24,7 @@ from agent.budget import usage_tokens_total
 from agent.models import Activity, AgentSession, Message, Turn
 from agent.prices import turn_cost
 from agent.search.entries import message_entry
-from agent.store.ledger import SEARCH_ENTRY_NEW, ActivityEnd, activity_create, activity_end_write
+from agent.store.ledger import SEARCH_ENTRY_NEW, ActivityEnd, LedgerCall, activity_create, activity_end_write
 from common.statements import Insert, Update
 
 _SESSION_ACTIVE = Update(AgentSession, ["last_active_at"], where=["id"])
@@ -133,13 +133,13 @@ def turn_progress(
     context_tokens: int | None = None,
     context_window: int | None = None,
     message: list[dict[str, Any]] | None = None,
-    calls: Collection[dict[str, Any]] = (),
+    calls: Collection[LedgerCall] = (),
 ) -> list[int]:
     """The turn's progress after a model call; with `session_id`, the session's context in use too.
 
     With `message` (and `session_id`), the call's assistant message is stored in the same
-    transaction, and with `calls` (`activity_start`'s arguments) the `started` ledger rows of the
-    tool calls it asks for: one write per model call instead of two or more. Returns the rows' ids.
+    transaction, and with `calls` the `started` ledger rows of the tool calls it asks for: one
+    write per model call instead of two or more. Returns the rows' ids.
     """
     now = timezone.now()
     with transaction.atomic(), connection.cursor() as cursor:
@@ -161,7 +161,7 @@ def turn_progress(
             context_window=context_window,
             now=now,
         )
-        return [activity_create(cursor, state=Activity.State.STARTED, **call) for call in calls]
+        return [activity_create(cursor, call=call, state=Activity.State.STARTED) for call in calls]
 
 
 def _model_answer_store(

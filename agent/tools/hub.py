@@ -621,7 +621,7 @@ def _failure(kind: str, message: str, started: float, *, code: int | None = None
         record=tool_error_record(kind, message, code=code),
         structured=None,
         duration_ms=_elapsed_ms(started),
-        unknown=unknown,
+        may_have_run=unknown,
     )
 
 

@@ -67,7 +67,7 @@ class TestCrashSafeOrder:
 
 
 class TestResultsStoredBehind:
-    """A round's tool results are stored while the model is asked about them (`_append_behind`)."""
+    """A round's tool results are stored while the model is asked about them (`TurnJournal.append_behind`)."""
 
     async def test_the_model_is_asked_while_the_results_are_stored_and_the_order_holds(
         self, llm: FakeAnthropic, hub: ToolHub, monkeypatch: pytest.MonkeyPatch

@@ -112,17 +112,19 @@ def ledger_of(count: int, *, failing_every: int = 0) -> list[int]:
     turn = uuid.uuid4()
     for index in range(count):
         ledger.activity_record(
-            correlation_id=turn,
-            session_id=None,
-            actor="operator:test",
-            tool_use_id=f"toolu_{index}",
-            server="garra" if index % 2 else "oikos",
-            tool=f"tool_{index}",
-            arguments={},
+            call=ledger.LedgerCall(
+                correlation_id=turn,
+                session_id=None,
+                actor="operator:test",
+                tool_use_id=f"toolu_{index}",
+                server="garra" if index % 2 else "oikos",
+                tool=f"tool_{index}",
+                arguments={},
+                started_at=start + datetime.timedelta(seconds=index),
+            ),
             result={"ok": True},
             is_error=bool(failing_every) and index % failing_every == 0,
             duration_ms=5,
-            started_at=start + datetime.timedelta(seconds=index),
         )
     return list(Activity.objects.order_by("started_at").values_list("id", flat=True))
 

@@ -187,17 +187,19 @@ def test_the_ledger_filters_by_turn_tool_and_errors(client: Client) -> None:
         [(turns[0], "get_health_summary", False), (turns[0], "get_blast_radius", True), (turns[1], "tail_log", False)]
     ):
         ledger.activity_record(
-            correlation_id=turn,
-            session_id=session.id,
-            actor="operator:test",
-            tool_use_id=f"toolu_{index}",
-            server="oikos",
-            tool=tool,
-            arguments={"n": index},
+            call=ledger.LedgerCall(
+                correlation_id=turn,
+                session_id=session.id,
+                actor="operator:test",
+                tool_use_id=f"toolu_{index}",
+                server="oikos",
+                tool=tool,
+                arguments={"n": index},
+                started_at=started + datetime.timedelta(seconds=index),
+            ),
             result={"ok": not failed},
             is_error=failed,
             duration_ms=5,
-            started_at=started + datetime.timedelta(seconds=index),
         )
 
     def tools(query: str) -> list[str]:
