@@ -7,7 +7,7 @@ htmx out-of-band swaps. It never runs a turn; it follows what the registry publi
 Consistency on (re)connect: the consumer joins the session's group *before* reading the database,
 so nothing published afterwards is missed. A turn still running is first drawn from the database,
 then the owning process is asked for its state so far (`turn.state`); live events for that turn
-are held until the state arrives and then applied from the state's `seq` on. A gap in the
+are held until the state arrives and then applied from the state's `through` on. A gap in the
 numbering (a dropped message) asks for the state again. If the owner never answers (it died),
 the database drawing stays and the turn's `done`, if it ever comes, redraws it from the database.
 """
@@ -22,6 +22,7 @@ from urllib.parse import parse_qs
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
+from agent.conversation.events import Event, TurnStart, event_from_dict
 from agent.elicitation.store import ELICITATIONS_GROUP, elicitations_pending
 from agent.live import SESSIONS_GROUP, session_group, turn_registry
 from agent.proposals import PROPOSALS_GROUP, proposals_pending
@@ -44,7 +45,8 @@ FORBIDDEN = 4403
 @dataclass
 class TurnSync:
     view: TurnView | None
-    seq: int = -1
+    # The last engine event drawn (`through` of the last `turn.event` applied; see `agent.live`).
+    through: int = -1
     waiting: bool = False
     in_page: bool = False
     buffer: list[dict[str, Any]] = field(default_factory=list)
@@ -193,13 +195,14 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
     # --- turn events (from the registry of whichever process runs the turn) ------------------------
 
     async def turn_event(self, message: dict[str, Any]) -> None:
-        turn_id, seq, event = str(message["turn_id"]), int(message["seq"]), dict(message["event"])
+        turn_id, first, through = str(message["turn_id"]), int(message["first"]), int(message["through"])
+        events = [event_from_dict(event) for event in message["events"]]
         sync = self.turns.get(turn_id)
-        if event.get("type") == "turn_start" and sync is None:
-            view = turn_view_replay(event, [])
-            first = not self._turns_in_page()
-            self.turns[turn_id] = TurnSync(view=view, seq=seq, in_page=True)
-            await self._send([fragments.turn_append(view, {}, first=first), fragments.turn_controls(view)])
+        if sync is None and isinstance(events[0], TurnStart):
+            view = turn_view_replay(events[0], [])
+            first_turn = not self._turns_in_page()
+            self.turns[turn_id] = TurnSync(view=view, through=through, in_page=True)
+            await self._send([fragments.turn_append(view, {}, first=first_turn), fragments.turn_controls(view)])
             return
         if sync is None:
             # A turn this socket has not drawn yet (joined after its start): ask for it whole.
@@ -208,11 +211,11 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
         if sync.waiting:
             await self._hold(turn_id, sync, message)
             return
-        if seq <= sync.seq or (sync.view is not None and not sync.view.running):
+        if through <= sync.through or (sync.view is not None and not sync.view.running):
             # Old news, or a turn already drawn finished from the database.
             return
-        if seq != sync.seq + 1:
-            if event.get("type") == "done":
+        if first != sync.through + 1:
+            if _ends(message):
                 # An end announced without its owner (whose process is gone): draw it from the database.
                 await self._hold(turn_id, sync, message)
                 return
@@ -220,36 +223,38 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
             sync.buffer.append(message)
             await turn_registry().turn_state_request(turn_id=uuid.UUID(turn_id), reply_to=self.channel_name)
             return
-        await self._apply(sync, seq, event)
+        await self._apply(sync, through, events)
 
     async def turn_state(self, message: dict[str, Any]) -> None:
         sync = self.turns.get(str(message["turn_id"]))
         if sync is None or not sync.waiting:
             return
-        view = turn_view_replay(message["start"], list(message["events"]))
-        sync.view, sync.seq, sync.waiting = view, int(message["seq"]), False
+        start = TurnStart.from_dict(message["start"])
+        view = turn_view_replay(start, [event_from_dict(event) for event in message["events"]])
+        sync.view, sync.through, sync.waiting = view, int(message["through"]), False
         held, sync.buffer = sync.buffer, []
-        for event_message in sorted(held, key=lambda m: int(m["seq"])):
-            if int(event_message["seq"]) == sync.seq + 1:
-                sync.view.apply(dict(event_message["event"]))
-                sync.seq += 1
+        for event_message in sorted(held, key=lambda m: int(m["first"])):
+            if int(event_message["first"]) == sync.through + 1:
+                for event in event_message["events"]:
+                    sync.view.apply(event_from_dict(event))
+                sync.through = int(event_message["through"])
         await self._redraw(sync)
 
     async def _hold(self, turn_id: str, sync: TurnSync, message: dict[str, Any]) -> None:
-        if message["event"].get("type") == "done":
+        if _ends(message):
             # The turn is over and stored: the database has all of it, whatever the owner says.
             view = await database_sync_to_async(transcript_selectors.turn_view)(turn_id=uuid.UUID(turn_id))
             if view is not None:
-                sync.view, sync.seq, sync.waiting, sync.buffer = view, int(message["seq"]), False, []
+                sync.view, sync.through, sync.waiting, sync.buffer = view, int(message["through"]), False, []
                 await self._redraw(sync)
             return
         if len(sync.buffer) < BUFFER_LIMIT:
             sync.buffer.append(message)
 
-    async def _apply(self, sync: TurnSync, seq: int, event: dict[str, Any]) -> None:
+    async def _apply(self, sync: TurnSync, through: int, events: list[Event]) -> None:
         assert sync.view is not None
-        sync.seq = seq
-        changes = sync.view.apply(event)
+        sync.through = through
+        changes = [change for event in events for change in sync.view.apply(event)]
         if not changes:
             return
         approvals = await self._approvals_for(sync.view, changes)
@@ -388,6 +393,11 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
             if sync.view is not None and sync.view.running:
                 return sync.view
         return None
+
+
+def _ends(message: dict[str, Any]) -> bool:
+    """Whether a `turn.event` message carries the turn's `done`."""
+    return any(event.get("type") == "done" for event in message["events"])
 
 
 def _uuid_or_none(value: str) -> uuid.UUID | None:

@@ -186,10 +186,17 @@ class ThinkingEnd(Event):
 # Published by the turn registry, never emitted by the engine: not among a turn's numbered events.
 WIRE_ONLY: tuple[type[Event], ...] = (TurnStart, TextEnd, ThinkingEnd)
 
-_BY_TYPE: dict[str, type[Event]] = {
-    cls.type: cls
-    for cls in (TextDelta, ThinkingDelta, ToolUse, ToolResult, Approval, ElicitationEvent, Done, Error, *WIRE_ONLY)
-}
+_KINDS: tuple[type[Event], ...] = (
+    TextDelta,
+    ThinkingDelta,
+    ToolUse,
+    ToolResult,
+    Approval,
+    ElicitationEvent,
+    Done,
+    Error,
+)
+_BY_TYPE: dict[str, type[Event]] = {cls.type: cls for cls in (*_KINDS, *WIRE_ONLY)}
 
 
 def event_from_dict(data: dict[str, Any]) -> Event:
