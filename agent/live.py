@@ -42,7 +42,6 @@ import asyncio
 import contextvars
 import dataclasses
 import logging
-import time
 import uuid
 import weakref
 from dataclasses import dataclass, field
@@ -56,7 +55,7 @@ from agent.conversation.events import Done, Event, TextDelta, TextEnd, ThinkingD
 from agent.elicitation.store import elicitation_wake
 from agent.engine.runner import TurnHandle
 from common.db import db_call
-from common.layers import task_cancel, task_cancelling
+from common.layers import groups_listened, task_cancel, task_cancelling
 
 logger = logging.getLogger(__name__)
 
@@ -380,8 +379,15 @@ class TurnRegistry:
         for published in messages:
             # A boundary: a state or replay answered from now on ends exactly where this message ends.
             live.published_note(published)
+            # The end is sent on a fresh look at who listens, not the last one: a page that joined as
+            # the turn ended may have asked for the turn too late (the owner no longer had it), and
+            # this message is all that tells it the turn ended.
+            if isinstance(published.events[-1], Done):
+                listened = (await groups_listened(self.layer, {group}))[group]
+            else:
+                listened = await self._listened(live, group)
             # The turn goes on and is stored even when the layer is down; listeners resync on reconnect.
-            if await self._listened(live, group):
+            if listened:
                 await _quietly(self.layer.group_send(group, live.message(published)))
             if live.replays:
                 await self._replays_answer(live)
@@ -393,21 +399,20 @@ class TurnRegistry:
         In-memory layer: the group as it is now, exactly and for free (a send is not free there:
         channels' `group_send` first sweeps every group for expired members, and each running turn
         has a group of its own, so each event would cost O(running turns)). Redis: a group send to
-        an empty group still costs two round trips (its expiry sweep and member read), 8% of a busy
-        server's GIL time at 200 turns at once, so the turn looks (one ZCOUNT) once as it starts,
-        and the registry looks again for all its turns together every `LISTENERS_RECHECK_SECONDS`
-        (`_listeners_recheck`: one round trip, not one a turn). Nobody who joins meanwhile misses
+        an empty group still costs two round trips (its expiry sweep and member read), so the turn
+        looks (`groups_listened`, one ZCOUNT) once as it starts, and the registry looks again for
+        all its turns together every `LISTENERS_RECHECK_SECONDS` (`_listeners_recheck`: one round
+        trip, not one a turn). Nobody who joins meanwhile misses
         anything: a control room or a follower in another process joins the group and then asks
         the owner for the turn (`turn.state.request`, `turn.replay.request`), and that request
         marks the turn listened before its answer goes out (`LiveTurn.listener_asked`); one that
-        never asks hears the turn within the recheck.
+        never asks hears the turn within the recheck, and its end at once (`_publish`).
         """
-        groups = _local_groups(self.layer)
-        if groups is not None:
-            return bool(groups.get(group))
+        if isinstance(self.layer, InMemoryChannelLayer):
+            return (await groups_listened(self.layer, {group}))[group]
         if live.listened_seen_at is None:
             asked_at = asyncio.get_running_loop().time()
-            live.listeners_seen(await _group_listened(self.layer, group), asked_at=asked_at)
+            live.listeners_seen((await groups_listened(self.layer, {group}))[group], asked_at=asked_at)
             if self._listeners_task is None or self._listeners_task.done():
                 self._listeners_task = self._spawn(self._listeners_recheck())
         return live.listened
@@ -426,7 +431,7 @@ class TurnRegistry:
             if not looked:
                 continue
             asked_at = loop.time()
-            listened = await _groups_listened(self.layer, {group for _live, group in looked})
+            listened = await groups_listened(self.layer, {group for _live, group in looked})
             for live, group in looked:
                 live.listeners_seen(listened[group], asked_at=asked_at)
 
@@ -440,7 +445,7 @@ class TurnRegistry:
             await _quietly(self.layer.send(reply_to, live.replay(after)))
 
     async def _sessions_changed(self, live: LiveTurn) -> None:
-        if await _group_listened(self.layer, SESSIONS_GROUP):
+        if (await groups_listened(self.layer, {SESSIONS_GROUP}))[SESSIONS_GROUP]:
             message = {"type": "sessions.changed", "session_id": str(live.handle.session_id)}
             await _quietly(self.layer.group_send(SESSIONS_GROUP, message))
 
@@ -503,54 +508,6 @@ async def _quietly(awaitable: Any) -> None:
         if task_cancelling():
             raise asyncio.CancelledError from None
         logger.exception("A channel layer operation of the turn registry failed")
-
-
-def _local_groups(layer: BaseChannelLayer) -> dict[str, Any] | None:
-    """The in-memory layer's groups (every member is in this process, on this event loop); None
-    for a layer whose groups live elsewhere."""
-    groups = getattr(layer, "groups", None)
-    return groups if isinstance(layer, InMemoryChannelLayer) and isinstance(groups, dict) else None
-
-
-async def _group_listened(layer: BaseChannelLayer, group: str) -> bool:
-    """Whether any channel is in `group` now; True when the layer cannot tell (then it is sent to)."""
-    return (await _groups_listened(layer, {group}))[group]
-
-
-async def _groups_listened(layer: BaseChannelLayer, groups: set[str]) -> dict[str, bool]:
-    """Whether any channel is in each of `groups` now; True where the layer cannot tell.
-
-    The in-memory layer keeps its groups in a dict; channels-redis in a sorted set per group, scored
-    by when each channel joined (entries older than `group_expiry` no longer count): one ZCOUNT
-    each, pipelined, one round trip per shard the groups live on.
-    """
-    local = _local_groups(layer)
-    if local is not None:
-        return {group: bool(local.get(group)) for group in groups}
-    # By the class's lineage, not `isinstance`: importing channels-redis (and redis-py) where the
-    # layer is not Redis would slow every start-up (`manage.py ask`).
-    if not any(
-        cls.__module__ == "channels_redis.core" and cls.__name__ == "RedisChannelLayer" for cls in type(layer).__mro__
-    ):
-        return dict.fromkeys(groups, True)
-    redis_layer: Any = layer
-    since = int(time.time()) - redis_layer.group_expiry
-    by_shard: dict[int, list[str]] = {}
-    for group in groups:
-        by_shard.setdefault(redis_layer.consistent_hash(group), []).append(group)
-    listened: dict[str, bool] = {}
-    for shard, members in by_shard.items():
-        try:
-            async with redis_layer.connection(shard).pipeline(transaction=False) as pipe:
-                for group in members:
-                    pipe.zcount(redis_layer._group_key(group), since, "+inf")
-                counts = await pipe.execute()
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            counts = [1] * len(members)  # cannot tell: send, and let `_quietly` report a layer that is down
-        listened.update((group, int(count) > 0) for group, count in zip(members, counts, strict=True))
-    return listened
 
 
 # The number of an end announced for a turn whose owner is gone: past any real one, so listeners

@@ -339,6 +339,32 @@ async def test_on_redis_a_page_that_joins_mid_turn_and_asks_for_it_hears_the_res
         assert following[-1]["events"][-1]["status"] == "done"
 
 
+async def test_on_redis_a_page_that_joins_as_the_turn_ends_hears_its_end_though_its_request_came_too_late(
+    redis_layer: BaseChannelLayer, settings: Settings, llm: FakeAnthropic, oikos_settings: RunningSim
+) -> None:
+    """A control room that opens the session as the turn ends: it joins the group, reads the turn
+    from the database as running, and asks the owner for it only after the turn ended (the owner
+    no longer has it and ignores the request). The turn's end must reach it all the same, before
+    any recheck of who listens: otherwise the page shows the answer "Working…" for ever."""
+    async with _counting_redis(settings) as (layer, registry):
+        session = await AgentSession.objects.acreate(actor="operator:test", origin="ui")
+        llm.enqueue(Reply.text("The lighthouse keeper.", chunk=4, delay=0.02))
+        handle = await registry.turn_follow(
+            await turn_start(text="remember", actor="operator:test", origin="ui", session_id=session.id)
+        )
+        async with contextlib.aclosing(handle.events()) as events:
+            async for event in events:
+                if isinstance(event, TextDelta):
+                    break
+        channel = await layer.new_channel()
+        await layer.group_add(session_group(session.id), channel)
+        await handle.wait()
+
+        messages = await asyncio.wait_for(_until_done(layer, channel), timeout=LISTENERS_RECHECK_SECONDS / 2)
+
+        assert messages[-1]["events"][-1]["status"] == "done"
+
+
 async def test_on_redis_a_page_that_joins_without_asking_hears_the_turn_within_a_recheck(
     redis_layer: BaseChannelLayer, settings: Settings, llm: FakeAnthropic, oikos_settings: RunningSim
 ) -> None:
