@@ -12,7 +12,7 @@ from agent.conversation.events import (
     ToolUse,
     event_from_dict,
 )
-from agent.live import Coalescer, Published
+from agent.wire import Coalescer, Published
 
 DONE = Done(session_id="s", turn_id="t", stop_reason="end_turn", iterations=1)
 TOOL = ToolUse(id="tu1", name="health", server="oikos", tool="health_summary", input={})
