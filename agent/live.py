@@ -15,10 +15,10 @@ What travels through the layer, and why:
   numbering of `/chat`'s SSE ids); a message carries those numbered `first` to `through`
   (`TurnStart`, which opens every turn, is number 0). A control room whose next message does not
   start at its last `through + 1` missed one and asks for the state; a follower in another process
-  resumes by number (see `turn.replay`). Text and thinking deltas are coalesced (`agent.wire.Coalescer`, for
-  `COALESCE_SECONDS`: the in-memory layer silently drops messages past a channel's capacity; per
-  token deltas would flood it), and a block's end adds a `TextEnd` (or `ThinkingEnd`) carrying its
-  full text, so a dropped delta never corrupts the rendered answer.
+  resumes by number (see `turn.replay`). Text and thinking deltas are coalesced
+  (`agent.wire.Coalescer`, for `COALESCE_SECONDS`: the in-memory layer silently drops messages
+  past a channel's capacity; per token deltas would flood it), and a block's end adds a `TextEnd`
+  (or `ThinkingEnd`) carrying its full text, so a dropped delta never corrupts the rendered answer.
 - `turn.stop` and `turn.state.request` to `turn_group(turn)`: only the owning process's control
   channel is in that group, so Stop (any tab, `POST /turns/<id>/stop`) in any process reaches the
   one process that can cancel the task, and a socket that (re)connects mid-turn gets the turn so
