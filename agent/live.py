@@ -10,14 +10,15 @@ operator watches a script's or a peer's turn as it happens, and can stop it from
 HTTP. Closing every tab (or dropping the stream) leaves the turn running; it is stored as it goes.
 
 What travels through the layer, and why:
-- `turn.event` to `session_group(session)`: `{turn_id, session_id, seq, through, event}`. Events are
-  numbered from 0 (`turn_start`) so a listener can tell it missed one. `through` is the number of
-  the turn's *engine* events (`TurnHandle.log`, the numbering of `/chat`'s SSE ids) that this and
-  the earlier messages carry, so a follower in another process can resume by engine number (see
-  `turn.replay`). Text and thinking deltas are coalesced for
-  `COALESCE_SECONDS` (the in-memory layer silently drops messages past a channel's capacity; per
-  token deltas would flood it), and when a block ends a `text_end` (or `thinking_end`) event
-  carries its full text, so a dropped delta never corrupts the rendered answer.
+- `turn.event` to `session_group(session)`: `{turn_id, session_id, first, through, events}`. One
+  numbering serves every listener: the turn's *engine* events (`TurnHandle.log`, from 1, the
+  numbering of `/chat`'s SSE ids); a message carries those numbered `first` to `through`
+  (`TurnStart`, which opens every turn, is number 0). A control room whose next message does not
+  start at its last `through + 1` missed one and asks for the state; a follower in another process
+  resumes by number (see `turn.replay`). Text and thinking deltas are coalesced
+  (`agent.wire.Coalescer`, for `COALESCE_SECONDS`: the in-memory layer silently drops messages
+  past a channel's capacity; per token deltas would flood it), and a block's end adds a `TextEnd`
+  (or `ThinkingEnd`) carrying its full text, so a dropped delta never corrupts the rendered answer.
 - `turn.stop` and `turn.state.request` to `turn_group(turn)`: only the owning process's control
   channel is in that group, so Stop (any tab, `POST /turns/<id>/stop`) in any process reaches the
   one process that can cancel the task, and a socket that (re)connects mid-turn gets the turn so
@@ -25,8 +26,8 @@ What travels through the layer, and why:
 - `elicitation.answered` to `turn_group(turn)`: an operator answered an MCP server's question of
   that turn (stored first); the owner wakes the engine waiting for it (`agent.elicitation.store`).
 - `sessions.changed` to `SESSIONS_GROUP` when a turn starts and when it ends, for session lists.
-- `turn.state`, sent straight to the asking consumer's channel: `{turn_id, seq, start, events}`,
-  the turn's events up to `seq` with text merged per block.
+- `turn.state`, sent straight to the asking consumer's channel: `{turn_id, session_id, through,
+  start, events}`, the turn's events up to `through` with text merged per block.
 - `turn.replay.request` to `turn_group(turn)` (`{turn_id, reply_to, after}`), answered with
   `turn.replay` straight to `reply_to`: `{turn_id, session_id, through, events}`, the engine events
   numbered `after + 1 .. through`, uncoalesced. It is answered only at a boundary of what was
@@ -39,8 +40,8 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import dataclasses
 import logging
-import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,10 +50,12 @@ from channels.layers import BaseChannelLayer, InMemoryChannelLayer, get_channel_
 from django.utils import timezone
 
 from agent import presence, selectors
-from agent.conversation.events import Done, Event, TextDelta, ThinkingDelta
+from agent.conversation.events import Done, Event, TextDelta, ThinkingDelta, TurnStart
 from agent.elicitation.store import elicitation_wake
 from agent.engine.runner import TurnHandle
+from agent.wire import Coalescer, Published
 from common.db import db_call
+from common.layers import groups_listened, task_cancel, task_cancelling
 from common.loops import LoopLocal
 
 logger = logging.getLogger(__name__)
@@ -62,7 +65,6 @@ COALESCE_SECONDS = 0.03
 # its session's group has any member (`TurnRegistry._listened`).
 LISTENERS_RECHECK_SECONDS = 1.0
 CONTROL_RETRY_SECONDS = 1.0
-CANCEL_RETRY_SECONDS = 0.5
 
 
 # Every page listing sessions listens here: a turn starting (maybe a new session) or ending (its
@@ -83,10 +85,9 @@ class LiveTurn:
     """A turn this process owns, and what it published so far (text merged per block)."""
 
     handle: TurnHandle
-    start: dict[str, Any]
-    seq: int = 0
-    log: list[dict[str, Any]] = field(default_factory=list)
-    # Engine events (`handle.log`) carried by the messages published so far.
+    start: TurnStart
+    log: list[Event] = field(default_factory=list)
+    # The last engine event (`handle.log`) published: `through` of the last message.
     through: int = 0
     # `turn.replay.request`s waiting for `through` to reach their `after`: (reply_to, after).
     replays: list[tuple[str, int]] = field(default_factory=list)
@@ -106,13 +107,32 @@ class LiveTurn:
             self.listened = listened
             self.listened_seen_at = asked_at
 
-    def record(self, event: dict[str, Any]) -> None:
+    def published_note(self, published: Published) -> None:
+        """Remember a message as published: the state and replays answered from now on include it."""
+        self.through = published.through
+        for event in published.events:
+            if not isinstance(event, TurnStart):  # kept apart, as `start`
+                self._record(event)
+
+    def _record(self, event: Event) -> None:
         last = self.log[-1] if self.log else None
-        streamed = event["type"] in ("text", "thinking")
-        if streamed and last and last["type"] == event["type"] and last["block"] == event["block"]:
-            last["text"] += event["text"]
-        else:
-            self.log.append(dict(event))
+        if isinstance(event, TextDelta | ThinkingDelta) and type(last) is type(event):
+            assert isinstance(last, TextDelta | ThinkingDelta)
+            if last.block == event.block:
+                self.log[-1] = dataclasses.replace(last, text=last.text + event.text)
+                return
+        self.log.append(event)
+
+    def message(self, published: Published) -> dict[str, Any]:
+        """`turn.event`: what the session's group hears."""
+        return {
+            "type": "turn.event",
+            "turn_id": str(self.handle.turn_id),
+            "session_id": str(self.handle.session_id),
+            "first": published.first,
+            "through": published.through,
+            "events": [event.to_dict() for event in published.events],
+        }
 
     def replay(self, after: int) -> dict[str, Any]:
         """`turn.replay`: the engine events after `after`, up to what was published."""
@@ -125,13 +145,14 @@ class LiveTurn:
         }
 
     def state(self) -> dict[str, Any]:
+        """`turn.state`: the turn so far, up to the last message published (`through`)."""
         return {
             "type": "turn.state",
             "turn_id": str(self.handle.turn_id),
             "session_id": str(self.handle.session_id),
-            "seq": self.seq,
-            "start": dict(self.start),
-            "events": [dict(event) for event in self.log],
+            "through": self.through,
+            "start": self.start.to_dict(),
+            "events": [event.to_dict() for event in self.log],
         }
 
 
@@ -167,18 +188,15 @@ class TurnRegistry:
         # With the layer down the turn still runs and answers its caller; only the live view and
         # a Stop from another process are lost, and both say so in the log.
         await _quietly(self.layer.group_add(turn_group(handle.turn_id), self._control_channel))
-        live = LiveTurn(
-            handle=handle,
-            start={
-                "type": "turn_start",
-                "turn_id": str(handle.turn_id),
-                "session_id": str(handle.session_id),
-                "question": handle.question,
-                "actor": handle.actor,
-                "model": handle.model,
-                "started_at": timezone.now().isoformat(),
-            },
+        start = TurnStart(
+            turn_id=str(handle.turn_id),
+            session_id=str(handle.session_id),
+            question=handle.question,
+            actor=handle.actor,
+            model=handle.model,
+            started_at=timezone.now().isoformat(),
         )
+        live = LiveTurn(handle=handle, start=start)
         self.turns[str(handle.turn_id)] = live
         self._spawn(self._pump(live))
 
@@ -226,73 +244,39 @@ class TurnRegistry:
         tasks = [task for task in self._tasks if task is not self._control_task]
         await asyncio.gather(*tasks, return_exceptions=True)
         if self._control_task is not None:
-            await _task_cancel(self._control_task)
+            await task_cancel(self._control_task)
             self._control_task = None
 
     # --- the pump --------------------------------------------------------------------------------
 
     async def _pump(self, live: LiveTurn) -> None:
-        """Publish one turn's events, coalescing text and thinking, until `done`."""
+        """Publish one turn's events, coalesced (`Coalescer`), until `done`."""
         loop = asyncio.get_running_loop()
         group = session_group(live.handle.session_id)
         queue: asyncio.Queue[Event] = asyncio.Queue()
         reader = asyncio.create_task(self._read(live.handle, queue))
-        # The block being streamed: ("text" or "thinking", its number), and whether it is redacted.
-        block: tuple[str, int] | None = None
-        redacted = False
-        block_text = pending = ""
+        coalescer = Coalescer()
         flush_at: float | None = None
-        # Engine events read so far, and the number of the last delta among them.
-        consumed = text_through = 0
-
-        def delta(kind: str, number: int, text: str) -> dict[str, Any]:
-            shown: dict[str, Any] = {"type": kind, "block": number, "text": text}
-            if kind.startswith("thinking"):
-                shown["redacted"] = redacted
-            return shown
-
-        async def flush() -> None:
-            nonlocal pending, flush_at
-            if pending and block is not None:
-                await self._publish(live, group, delta(*block, pending), text_through)
-            pending, flush_at = "", None
-
-        async def block_end() -> None:
-            nonlocal block, block_text, redacted
-            await flush()
-            if block is not None:
-                kind, number = block
-                await self._publish(live, group, delta(f"{kind}_end", number, block_text), text_through)
-            block, block_text, redacted = None, "", False
-
         try:
             # The first look at who listens is taken here, after this process registered the turn
             # (`_follow`): a page that asked for the turn before then, whose request was dropped,
             # joined the group before asking, so this look sees it. Deciding once per turn raced
             # exactly that page, which never heard the turn end; see `_listened` for the rest.
-            await self._publish(live, group, live.start, 0, numbered_from_zero=True)
+            await self._publish(live, group, [Published(first=0, through=0, events=(live.start,))])
             await self._sessions_changed(live)
             while True:
                 timeout = None if flush_at is None else max(flush_at - loop.time(), 0.0)
                 try:
                     event = await asyncio.wait_for(queue.get(), timeout)
                 except TimeoutError:
-                    await flush()
+                    await self._publish(live, group, coalescer.flush())
+                    flush_at = None
                     continue
-                consumed += 1
-                if isinstance(event, TextDelta | ThinkingDelta):
-                    if block is not None and (event.type, event.block) != block:
-                        await block_end()
-                    block = (event.type, event.block)
-                    redacted = redacted or (isinstance(event, ThinkingDelta) and event.redacted)
-                    pending += event.text
-                    block_text += event.text
-                    text_through = consumed
-                    if flush_at is None:
-                        flush_at = loop.time() + COALESCE_SECONDS
-                    continue
-                await block_end()
-                await self._publish(live, group, event.to_dict(), consumed)
+                await self._publish(live, group, coalescer.add(event))
+                if not coalescer.holding:
+                    flush_at = None
+                elif flush_at is None:
+                    flush_at = loop.time() + COALESCE_SECONDS
                 if isinstance(event, Done):
                     await self._sessions_changed(live)
                     return
@@ -310,27 +294,22 @@ class TurnRegistry:
             for event in batch:
                 queue.put_nowait(event)
 
-    async def _publish(
-        self, live: LiveTurn, group: str, event: dict[str, Any], through: int, *, numbered_from_zero: bool = False
-    ) -> None:
-        if not numbered_from_zero:
-            live.seq += 1
-            live.record(event)
-        # A boundary: a replay answered from now on ends exactly where this message ends.
-        live.through = through
-        message = {
-            "type": "turn.event",
-            "turn_id": str(live.handle.turn_id),
-            "session_id": str(live.handle.session_id),
-            "seq": live.seq,
-            "through": through,
-            "event": dict(event),
-        }
-        # The turn goes on and is stored even when the layer is down; listeners resync on reconnect.
-        if await self._listened(live, group):
-            await _quietly(self.layer.group_send(group, message))
-        if live.replays:
-            await self._replays_answer(live)
+    async def _publish(self, live: LiveTurn, group: str, messages: list[Published]) -> None:
+        for published in messages:
+            # A boundary: a state or replay answered from now on ends exactly where this message ends.
+            live.published_note(published)
+            # The end is sent on a fresh look at who listens, not the last one: a page that joined as
+            # the turn ended may have asked for the turn too late (the owner no longer had it), and
+            # this message is all that tells it the turn ended.
+            if isinstance(published.events[-1], Done):
+                listened = (await groups_listened(self.layer, {group}))[group]
+            else:
+                listened = await self._listened(live, group)
+            # The turn goes on and is stored even when the layer is down; listeners resync on reconnect.
+            if listened:
+                await _quietly(self.layer.group_send(group, live.message(published)))
+            if live.replays:
+                await self._replays_answer(live)
 
     async def _listened(self, live: LiveTurn, group: str) -> bool:
         """Whether to send the turn's next message to its session's group: a turn nobody watches
@@ -339,21 +318,20 @@ class TurnRegistry:
         In-memory layer: the group as it is now, exactly and for free (a send is not free there:
         channels' `group_send` first sweeps every group for expired members, and each running turn
         has a group of its own, so each event would cost O(running turns)). Redis: a group send to
-        an empty group still costs two round trips (its expiry sweep and member read), 8% of a busy
-        server's GIL time at 200 turns at once, so the turn looks (one ZCOUNT) once as it starts,
-        and the registry looks again for all its turns together every `LISTENERS_RECHECK_SECONDS`
-        (`_listeners_recheck`: one round trip, not one a turn). Nobody who joins meanwhile misses
+        an empty group still costs two round trips (its expiry sweep and member read), so the turn
+        looks (`groups_listened`, one ZCOUNT) once as it starts, and the registry looks again for
+        all its turns together every `LISTENERS_RECHECK_SECONDS` (`_listeners_recheck`: one round
+        trip, not one a turn). Nobody who joins meanwhile misses
         anything: a control room or a follower in another process joins the group and then asks
         the owner for the turn (`turn.state.request`, `turn.replay.request`), and that request
         marks the turn listened before its answer goes out (`LiveTurn.listener_asked`); one that
-        never asks hears the turn within the recheck.
+        never asks hears the turn within the recheck, and its end at once (`_publish`).
         """
-        groups = _local_groups(self.layer)
-        if groups is not None:
-            return bool(groups.get(group))
+        if isinstance(self.layer, InMemoryChannelLayer):
+            return (await groups_listened(self.layer, {group}))[group]
         if live.listened_seen_at is None:
             asked_at = asyncio.get_running_loop().time()
-            live.listeners_seen(await _group_listened(self.layer, group), asked_at=asked_at)
+            live.listeners_seen((await groups_listened(self.layer, {group}))[group], asked_at=asked_at)
             if self._listeners_task is None or self._listeners_task.done():
                 self._listeners_task = self._spawn(self._listeners_recheck())
         return live.listened
@@ -372,7 +350,7 @@ class TurnRegistry:
             if not looked:
                 continue
             asked_at = loop.time()
-            listened = await _groups_listened(self.layer, {group for _live, group in looked})
+            listened = await groups_listened(self.layer, {group for _live, group in looked})
             for live, group in looked:
                 live.listeners_seen(listened[group], asked_at=asked_at)
 
@@ -386,7 +364,7 @@ class TurnRegistry:
             await _quietly(self.layer.send(reply_to, live.replay(after)))
 
     async def _sessions_changed(self, live: LiveTurn) -> None:
-        if await _group_listened(self.layer, SESSIONS_GROUP):
+        if (await groups_listened(self.layer, {SESSIONS_GROUP}))[SESSIONS_GROUP]:
             message = {"type": "sessions.changed", "session_id": str(live.handle.session_id)}
             await _quietly(self.layer.group_send(SESSIONS_GROUP, message))
 
@@ -405,7 +383,7 @@ class TurnRegistry:
             except asyncio.CancelledError:
                 raise
             except Exception:
-                if _cancelling():
+                if task_cancelling():
                     # redis-py turns a cancellation that lands mid-read into its own TimeoutError;
                     # listening again would swallow the cancel and hang whoever awaits this task.
                     raise asyncio.CancelledError from None
@@ -440,86 +418,20 @@ class TurnRegistry:
         return task
 
 
-async def _task_cancel(task: asyncio.Task[Any]) -> None:
-    """Cancel `task` and wait for it to end.
-
-    Under Python 3.11, channels-redis (through redis-py) can swallow the first cancellation of a
-    blocked `receive()` and go back to waiting; the cancellation is sent again until it lands.
-    """
-    while not task.done():
-        task.cancel()
-        await asyncio.wait({task}, timeout=CANCEL_RETRY_SECONDS)
-    await asyncio.gather(task, return_exceptions=True)
-
-
-def _cancelling() -> bool:
-    """Whether the running task has been asked to stop (even if a library masked the cancel)."""
-    task = asyncio.current_task()
-    return task is not None and task.cancelling() > 0
-
-
 async def _quietly(awaitable: Any) -> None:
     try:
         await awaitable
     except asyncio.CancelledError:
         raise
     except Exception:
-        if _cancelling():
+        if task_cancelling():
             raise asyncio.CancelledError from None
         logger.exception("A channel layer operation of the turn registry failed")
 
 
-def _local_groups(layer: BaseChannelLayer) -> dict[str, Any] | None:
-    """The in-memory layer's groups (every member is in this process, on this event loop); None
-    for a layer whose groups live elsewhere."""
-    groups = getattr(layer, "groups", None)
-    return groups if isinstance(layer, InMemoryChannelLayer) and isinstance(groups, dict) else None
-
-
-async def _group_listened(layer: BaseChannelLayer, group: str) -> bool:
-    """Whether any channel is in `group` now; True when the layer cannot tell (then it is sent to)."""
-    return (await _groups_listened(layer, {group}))[group]
-
-
-async def _groups_listened(layer: BaseChannelLayer, groups: set[str]) -> dict[str, bool]:
-    """Whether any channel is in each of `groups` now; True where the layer cannot tell.
-
-    The in-memory layer keeps its groups in a dict; channels-redis in a sorted set per group, scored
-    by when each channel joined (entries older than `group_expiry` no longer count): one ZCOUNT
-    each, pipelined, one round trip per shard the groups live on.
-    """
-    local = _local_groups(layer)
-    if local is not None:
-        return {group: bool(local.get(group)) for group in groups}
-    # By the class's lineage, not `isinstance`: importing channels-redis (and redis-py) where the
-    # layer is not Redis would slow every start-up (`manage.py ask`).
-    if not any(
-        cls.__module__ == "channels_redis.core" and cls.__name__ == "RedisChannelLayer" for cls in type(layer).__mro__
-    ):
-        return dict.fromkeys(groups, True)
-    redis_layer: Any = layer
-    since = int(time.time()) - redis_layer.group_expiry
-    by_shard: dict[int, list[str]] = {}
-    for group in groups:
-        by_shard.setdefault(redis_layer.consistent_hash(group), []).append(group)
-    listened: dict[str, bool] = {}
-    for shard, members in by_shard.items():
-        try:
-            async with redis_layer.connection(shard).pipeline(transaction=False) as pipe:
-                for group in members:
-                    pipe.zcount(redis_layer._group_key(group), since, "+inf")
-                counts = await pipe.execute()
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            counts = [1] * len(members)  # cannot tell: send, and let `_quietly` report a layer that is down
-        listened.update((group, int(count) > 0) for group, count in zip(members, counts, strict=True))
-    return listened
-
-
-# The `seq` of an end announced for a turn whose owner is gone: past any real one, so listeners
+# The number of an end announced for a turn whose owner is gone: past any real one, so listeners
 # take it as a gap and draw the turn from the database, where it is now `interrupted`.
-ORPHAN_END_SEQ = 2**31
+ORPHAN_END = 2**31
 
 
 async def turns_interrupted_publish(turn_ids: list[uuid.UUID]) -> None:
@@ -546,8 +458,9 @@ async def turns_interrupted_publish(turn_ids: list[uuid.UUID]) -> None:
             "type": "turn.event",
             "turn_id": str(turn.id),
             "session_id": str(turn.session_id),
-            "seq": ORPHAN_END_SEQ,
-            "event": done.to_dict(),
+            "first": ORPHAN_END,
+            "through": ORPHAN_END,
+            "events": [done.to_dict()],
         }
         await _quietly(layer.group_send(session_group(turn.session_id), message))
         await _quietly(

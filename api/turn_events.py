@@ -33,19 +33,19 @@ from django.conf import settings
 from django.http import HttpRequest, StreamingHttpResponse
 
 from agent import presence, selectors
-from agent.live import _task_cancel, session_group, turn_registry, turns_interrupted_publish
+from agent.conversation.events import WIRE_ONLY, Done, Event, event_from_dict
+from agent.live import session_group, turn_registry, turns_interrupted_publish
 from agent.models import Turn
 from api.bodies import turn_id_parse
 from api.errors import ApiError, api_view
 from api.operator import request_actor
-from api.sse import KEEPALIVE, STREAM_OPENING, sse_frame_data, turn_event_stream
+from api.sse import KEEPALIVE, STREAM_OPENING, sse_frame, sse_frame_data, turn_event_stream
+from common.layers import task_cancel
 
 logger = logging.getLogger(__name__)
 
 # How many live messages a follower holds while it waits for the owner's replay.
 HELD_LIMIT = 10_000
-# Not engine events: the registry's own markers, which a follower of the layer skips.
-_REGISTRY_ONLY = frozenset({"turn_start", "text_end", "thinking_end"})
 
 
 @api_view("GET")
@@ -184,10 +184,10 @@ async def _followed_elsewhere(
                 continue
             if message.get("type") == "turn.replay" and not replayed:
                 replayed = True
-                for event in message["events"]:
+                for data in message["events"]:
                     sent += 1
-                    yield sse_frame_data(event, sent)
-                    if event.get("type") == "done":
+                    yield sse_frame_data(data, sent)
+                    if data.get("type") == "done":
                         return
                 sent = max(sent, int(message["through"]))
                 live = sorted(held, key=lambda held_message: int(held_message["through"]))
@@ -197,17 +197,25 @@ async def _followed_elsewhere(
             else:
                 continue
             for event_message in live:
-                through, event = int(event_message["through"]), event_message["event"]
-                if through <= sent or event.get("type") in _REGISTRY_ONLY:
+                through = int(event_message["through"])
+                if through <= sent:
                     continue
+                if int(event_message["first"]) > sent + 1 and _ends(event_message):
+                    # An end announced without its owner (gone): what it ran is in the database only.
+                    outcome = await database_sync_to_async(_ended)(turn_id)
+                    if outcome is not None:
+                        for frame in _outcome_frames(turn_id, outcome):
+                            yield frame
+                        return
                 sent = through
-                yield sse_frame_data(event, through)
-                if event.get("type") == "done":
-                    return
+                for event in _engine_events(event_message):
+                    yield sse_frame(event, through)
+                    if isinstance(event, Done):
+                        return
     finally:
         if receiving is not None:
             # Not a bare cancel: redis-py can swallow the first cancellation of a blocked receive.
-            await _task_cancel(receiving)
+            await task_cancel(receiving)
         with contextlib.suppress(Exception):
             await layer.group_discard(group, channel)
 
@@ -223,6 +231,16 @@ async def _awaited_in_database(*, turn_id: uuid.UUID, keepalive: float) -> Async
             return
         yield KEEPALIVE
         await asyncio.sleep(keepalive)
+
+
+def _engine_events(message: dict[str, Any]) -> list[Event]:
+    """The engine's events a `turn.event` carries (one at most), without the registry's own."""
+    events = (event_from_dict(data) for data in message["events"])
+    return [event for event in events if not isinstance(event, WIRE_ONLY)]
+
+
+def _ends(message: dict[str, Any]) -> bool:
+    return any(data.get("type") == "done" for data in message["events"])
 
 
 def _ended(turn_id: uuid.UUID) -> selectors.TurnOutcome | None:

@@ -1,17 +1,32 @@
 """A turn as the control room shows it, built from live events or from the database.
 
-`TurnView` folds the turn's events (the engine's `text`, `thinking`, `tool_use`, `tool_result`,
-`approval`, `error`, `done`, plus the control room's own `text_end` and `thinking_end` carrying a
-finished block's full text) into items in display order. `apply()` returns what changed, so a
+`TurnView` folds the turn's typed events (`agent.conversation.events`: the engine's, plus the
+registry's `TextEnd` and `ThinkingEnd` carrying a finished block's full text) into items in
+display order. `apply()` returns what changed, so a
 consumer re-renders only that; a fresh view fed the whole log renders the turn in one piece (a
 snapshot). Everything here is plain data: no HTML, no database.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from agent.conversation.events import (
+    Approval,
+    Done,
+    ElicitationEvent,
+    Error,
+    Event,
+    TextDelta,
+    TextEnd,
+    ThinkingDelta,
+    ThinkingEnd,
+    ToolResult,
+    ToolUse,
+    TurnStart,
+)
 from oikos.cards import CardContext, card_origin_of_turn
 
 ItemKind = Literal["text", "thinking", "tool", "approval", "elicitation", "notice"]
@@ -193,73 +208,75 @@ class TurnView:
     def approvals(self) -> list[ApprovalItem]:
         return [item for item in self.items if isinstance(item, ApprovalItem)]
 
-    def apply(self, event: dict[str, Any]) -> list[Change]:
+    def apply(self, event: Event) -> list[Change]:
         """Fold one event in; returns the changes to show (empty when nothing visible changed)."""
-        kind = event.get("type")
-        if kind == "text":
-            return self._text(int(event.get("block", 0)), str(event.get("text", "")))
-        if kind == "text_end":
-            return self._text_end(int(event.get("block", 0)), str(event.get("text", "")))
-        if kind in ("thinking", "thinking_end"):
-            return self._thinking(
-                int(event.get("block", 0)),
-                str(event.get("text", "")),
-                redacted=bool(event.get("redacted")),
-                end=kind == "thinking_end",
-            )
-        if kind == "tool_use":
-            arguments = event.get("input")
-            item = ToolItem(
-                tool_use_id=str(event.get("id", "")),
-                name=str(event.get("name", "")),
-                server=str(event.get("server", "")),
-                tool=str(event.get("tool", "")),
-                input=arguments if isinstance(arguments, dict) else {},
-            )
-            self.items.append(item)
-            return [Change("item_new", item)]
-        if kind == "tool_result":
-            tool = self.tool_item(str(event.get("tool_use_id", "")))
-            if tool is None:
-                return []
-            tool.done = True
-            tool.is_error = bool(event.get("is_error"))
-            tool.result = str(event.get("content", ""))
-            tool.duration_ms = int(event.get("duration_ms", 0) or 0)
-            tool.truncated = bool(event.get("truncated"))
-            tool.state = str(event.get("state") or ("error" if tool.is_error else "ok"))
-            return [Change("item_update", tool)]
-        if kind == "approval":
-            approval = ApprovalItem(
-                approval_id=str(event.get("approval_id", "")),
-                execution_id=str(event.get("execution_id", "")),
-                target=str(event.get("target", "")),
-                action=str(event.get("action", "")),
-                risk_class=str(event.get("risk_class", "")),
-                status=str(event.get("status", "proposed")),
-                message=str(event.get("message", "")),
-            )
-            self.approval_origin_note(approval, str(event.get("tool_use_id", "")))
-            self.items.append(approval)
-            return [Change("item_new", approval)]
-        if kind == "elicitation":
-            return self._elicitation(event)
-        if kind == "error":
-            notice = NoticeItem(code=str(event.get("code", "")), message=str(event.get("message", "")))
-            self.items.append(notice)
-            return [Change("item_new", notice)]
-        if kind == "done":
-            self.status = str(event.get("status", "done"))
-            self.stop_reason = str(event.get("stop_reason", ""))
-            self.iterations = int(event.get("iterations", 0) or 0)
-            usage = event.get("usage")
-            self.usage = dict(usage) if isinstance(usage, dict) else {}
-            self.model = str(event.get("model") or self.model)
-            self.cost_usd = str(event.get("cost_usd") or "")
-            # A turn that ended mid-block (cancelled, failed) still shows its text rendered.
-            changes = [Change("item_update", item) for item in self._close_open_blocks()]
-            return [*changes, Change("finished")]
+        match event:
+            case TextDelta(text=text, block=block):
+                return self._text(block, text)
+            case TextEnd(text=text, block=block):
+                return self._text_end(block, text)
+            case ThinkingDelta(text=text, block=block, redacted=redacted):
+                return self._thinking(block, text, redacted=redacted, end=False)
+            case ThinkingEnd(text=text, block=block, redacted=redacted):
+                return self._thinking(block, text, redacted=redacted, end=True)
+            case ToolUse():
+                return self._tool_use(event)
+            case ToolResult():
+                return self._tool_result(event)
+            case Approval():
+                return self._approval(event)
+            case ElicitationEvent():
+                return self._elicitation(event)
+            case Error(code=code, message=message):
+                notice = NoticeItem(code=code, message=message)
+                self.items.append(notice)
+                return [Change("item_new", notice)]
+            case Done():
+                return self._done(event)
         return []
+
+    def _tool_use(self, event: ToolUse) -> list[Change]:
+        arguments = event.input if isinstance(event.input, dict) else {}
+        item = ToolItem(tool_use_id=event.id, name=event.name, server=event.server, tool=event.tool, input=arguments)
+        self.items.append(item)
+        return [Change("item_new", item)]
+
+    def _tool_result(self, event: ToolResult) -> list[Change]:
+        tool = self.tool_item(event.tool_use_id)
+        if tool is None:
+            return []
+        tool.done = True
+        tool.is_error = bool(event.is_error)
+        tool.result = event.content
+        tool.duration_ms = int(event.duration_ms or 0)
+        tool.truncated = bool(event.truncated)
+        tool.state = event.state or ("error" if tool.is_error else "ok")
+        return [Change("item_update", tool)]
+
+    def _approval(self, event: Approval) -> list[Change]:
+        approval = ApprovalItem(
+            approval_id=event.approval_id,
+            execution_id=event.execution_id,
+            target=event.target,
+            action=event.action,
+            risk_class=event.risk_class,
+            status=event.status,
+            message=event.message,
+        )
+        self.approval_origin_note(approval, event.tool_use_id)
+        self.items.append(approval)
+        return [Change("item_new", approval)]
+
+    def _done(self, event: Done) -> list[Change]:
+        self.status = event.status
+        self.stop_reason = event.stop_reason
+        self.iterations = int(event.iterations or 0)
+        self.usage = dict(event.usage) if isinstance(event.usage, dict) else {}
+        self.model = event.model or self.model
+        self.cost_usd = event.cost_usd or ""
+        # A turn that ended mid-block (cancelled, failed) still shows its text rendered.
+        changes = [Change("item_update", item) for item in self._close_open_blocks()]
+        return [*changes, Change("finished")]
 
     def _text(self, block: int, chunk: str) -> list[Change]:
         if not chunk:
@@ -307,28 +324,27 @@ class TurnView:
         item.text += chunk
         return [Change("text_append", item, chunk=chunk)]
 
-    def _elicitation(self, event: dict[str, Any]) -> list[Change]:
-        fields = event.get("fields")
-        content = event.get("content")
+    def _elicitation(self, event: ElicitationEvent) -> list[Change]:
         update = {
-            "status": str(event.get("status") or "pending"),
-            "content": content if isinstance(content, dict) else None,
-            "reason": str(event.get("reason", "")),
-            "answered_by": str(event.get("answered_by", "")),
+            "status": event.status or "pending",
+            "content": event.content if isinstance(event.content, dict) else None,
+            "reason": event.reason,
+            "answered_by": event.answered_by,
         }
         for item in self.items:
-            if isinstance(item, ElicitationItem) and item.id == str(event.get("id", "")):
+            if isinstance(item, ElicitationItem) and item.id == event.id:
                 for name, value in update.items():
                     setattr(item, name, value)
                 return [Change("item_update", item)]
+        fields = event.fields if isinstance(event.fields, list) else []
         new = ElicitationItem(
-            id=str(event.get("id", "")),
-            server=str(event.get("server", "")),
-            tool=str(event.get("tool", "")),
-            message=str(event.get("message", "")),
-            fields=[field for field in fields if isinstance(field, dict)] if isinstance(fields, list) else [],
-            expires_at=str(event.get("expires_at", "")),
-            purpose=str(event.get("purpose") or "form"),
+            id=event.id,
+            server=event.server,
+            tool=event.tool,
+            message=event.message,
+            fields=[field for field in fields if isinstance(field, dict)],
+            expires_at=event.expires_at,
+            purpose=event.purpose or "form",
             **update,  # type: ignore[arg-type]
         )
         self.items.append(new)
@@ -343,15 +359,15 @@ class TurnView:
         return closed
 
 
-def turn_view_replay(start: dict[str, Any], events: list[dict[str, Any]]) -> TurnView:
-    """A view of a turn from its `turn_start` event and the events after it."""
+def turn_view_replay(start: TurnStart, events: Iterable[Event]) -> TurnView:
+    """A view of a turn from its `TurnStart` and the events after it."""
     view = TurnView(
-        turn_id=str(start["turn_id"]),
-        session_id=str(start["session_id"]),
-        question=str(start.get("question", "")),
-        asked_by=str(start.get("actor", "")),
-        started_at=str(start.get("started_at", "")),
-        model=str(start.get("model", "")),
+        turn_id=start.turn_id,
+        session_id=start.session_id,
+        question=start.question,
+        asked_by=start.actor,
+        started_at=start.started_at,
+        model=start.model,
     )
     for event in events:
         view.apply(event)

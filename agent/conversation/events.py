@@ -1,16 +1,30 @@
 """The typed events a turn emits. Every transport (SSE, websocket, `manage.py ask`) renders these.
 
-Events are plain frozen dataclasses with a `type` tag and a JSON-able `to_dict()`, so they travel
-through the channel layer and onto the wire unchanged.
+Events are plain frozen dataclasses with a `type` tag, a JSON-able `to_dict()` and `from_dict()`,
+so they travel through the channel layer and onto the wire unchanged and come back typed. The
+engine emits the first kind; the turn registry (`agent.live`) adds the wire events (`TurnStart`,
+`TextEnd`, `ThinkingEnd`) to what it publishes, and they never enter a turn's engine numbering.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, Self
 
-EventType = Literal["text", "thinking", "tool_use", "tool_result", "approval", "elicitation", "done", "error"]
+EventType = Literal[
+    "text",
+    "thinking",
+    "tool_use",
+    "tool_result",
+    "approval",
+    "elicitation",
+    "done",
+    "error",
+    "turn_start",
+    "text_end",
+    "thinking_end",
+]
 
 
 @dataclass(frozen=True)
@@ -19,6 +33,12 @@ class Event:
 
     def to_dict(self) -> dict[str, Any]:
         return {"type": self.type, **dataclasses.asdict(self)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Self:
+        """This event from its `to_dict()`; keys it does not know are ignored (a newer sender's)."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{key: value for key, value in data.items() if key in names})
 
 
 @dataclass(frozen=True)
@@ -128,11 +148,60 @@ class Error(Event):
     message: str
 
 
+@dataclass(frozen=True)
+class TurnStart(Event):
+    """The first thing published of a turn (number 0): who asked what, so a page can draw it."""
+
+    type: ClassVar[EventType] = "turn_start"
+    turn_id: str
+    session_id: str
+    question: str
+    # Who asked: `operator:<name>`, `peer:<agent>`.
+    actor: str
+    model: str
+    # ISO 8601.
+    started_at: str
+
+
+@dataclass(frozen=True)
+class TextEnd(Event):
+    """A text block's full text once it ended: it wins over the coalesced deltas, so a delta the
+    channel layer dropped never corrupts the rendered answer."""
+
+    type: ClassVar[EventType] = "text_end"
+    text: str
+    block: int = 0
+
+
+@dataclass(frozen=True)
+class ThinkingEnd(Event):
+    """A thinking block's full text once it ended (see `TextEnd`)."""
+
+    type: ClassVar[EventType] = "thinking_end"
+    text: str
+    block: int = 0
+    redacted: bool = False
+
+
+# Published by the turn registry, never emitted by the engine: not among a turn's numbered events.
+WIRE_ONLY: tuple[type[Event], ...] = (TurnStart, TextEnd, ThinkingEnd)
+
+_KINDS: tuple[type[Event], ...] = (
+    TextDelta,
+    ThinkingDelta,
+    ToolUse,
+    ToolResult,
+    Approval,
+    ElicitationEvent,
+    Done,
+    Error,
+)
+_BY_TYPE: dict[str, type[Event]] = {cls.type: cls for cls in (*_KINDS, *WIRE_ONLY)}
+
+
 def event_from_dict(data: dict[str, Any]) -> Event:
     """Rebuild an event sent through JSON (channel layer, subprocess output)."""
-    kind = data.get("type")
-    for cls in (TextDelta, ThinkingDelta, ToolUse, ToolResult, Approval, ElicitationEvent, Done, Error):
-        if cls.type == kind:
-            fields = {f.name for f in dataclasses.fields(cls)}
-            return cls(**{k: v for k, v in data.items() if k in fields})
-    raise ValueError(f"unknown event type {kind!r}")
+    cls = _BY_TYPE.get(str(data.get("type")))
+    if cls is None:
+        raise ValueError(f"unknown event type {data.get('type')!r}")
+    return cls.from_dict(data)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import uuid
 from collections.abc import AsyncIterator
@@ -14,7 +15,7 @@ from channels.layers import BaseChannelLayer, InMemoryChannelLayer
 from channels_redis.core import RedisChannelLayer
 from pytest_django.fixtures import Settings
 
-from agent.conversation.events import Done, TextDelta
+from agent.conversation.events import Done, TextDelta, TurnStart
 from agent.engine.runner import TurnHandle, turn_start
 from agent.live import LISTENERS_RECHECK_SECONDS, LiveTurn, TurnRegistry, session_group
 from agent.models import AgentSession
@@ -41,8 +42,13 @@ async def _until_done(layer: BaseChannelLayer, channel: str) -> list[dict[str, A
     while True:
         message = await layer.receive(channel)
         messages.append(message)
-        if message["event"]["type"] == "done":
+        if message["events"][-1]["type"] == "done":
             return messages
+
+
+def _events(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The events of `turn.event` messages, in order (a message carries one or a few)."""
+    return [event for message in messages for event in message["events"]]
 
 
 async def test_deltas_are_coalesced_numbered_and_each_block_ends_with_its_full_text(
@@ -54,16 +60,20 @@ async def test_deltas_are_coalesced_numbered_and_each_block_ends_with_its_full_t
 
     messages = await _until_done(channel_layer, channel)
 
-    assert [m["seq"] for m in messages] == list(range(len(messages)))
-    assert messages[0]["event"]["type"] == "turn_start" and messages[0]["event"]["question"] == "count"
-    texts = [m["event"] for m in messages if m["event"]["type"] == "text"]
+    # One numbering, the engine's: each message carries the events after the last one's `through`.
+    assert (messages[0]["first"], messages[0]["through"]) == (0, 0)
+    assert all(m["first"] == before["through"] + 1 for before, m in itertools.pairwise(messages))
+    assert messages[-1]["through"] == len(handle.log)
+    events = _events(messages)
+    assert events[0]["type"] == "turn_start" and events[0]["question"] == "count"
+    texts = [e for e in events if e["type"] == "text"]
     deltas = [e for e in handle.log if isinstance(e, TextDelta)]
     assert len(deltas) == len(ANSWER)
     assert len(texts) < len(deltas) / 20, f"{len(texts)} messages for {len(deltas)} deltas"
     assert "".join(t["text"] for t in texts) == ANSWER
-    ends = [m["event"] for m in messages if m["event"]["type"] == "text_end"]
+    ends = [e for e in events if e["type"] == "text_end"]
     assert ends == [{"type": "text_end", "block": 0, "text": ANSWER}]
-    assert messages[-2]["event"] == ends[0] and messages[-1]["event"]["status"] == "done"
+    assert events[-2] == ends[0] and events[-1]["status"] == "done"
     # What crosses the layer is plain JSON.
     assert all(json.loads(json.dumps(m)) == m for m in messages)
 
@@ -75,7 +85,7 @@ async def test_tool_events_arrive_in_call_order_between_text_blocks(
     llm.responder = DegradedInvestigator()
     await live_turn("what's degraded?", session_id=session_id)
 
-    kinds = [m["event"]["type"] for m in await _until_done(channel_layer, channel)]
+    kinds = [e["type"] for e in _events(await _until_done(channel_layer, channel))]
 
     assert kinds[:5] == ["turn_start", "tool_use", "tool_result", "tool_use", "tool_result"]
     assert kinds[-2:] == ["text_end", "done"] and set(kinds[5:-2]) == {"text"}
@@ -90,7 +100,7 @@ async def test_the_owner_answers_a_state_request_with_the_turn_so_far(
     # Wait for some text to be published, then ask as another process would.
     while True:
         message = await channel_layer.receive(channel)
-        if message["event"]["type"] == "text":
+        if message["events"][-1]["type"] == "text":
             break
     reply_to = await channel_layer.new_channel()
     await TurnRegistry().turn_state_request(turn_id=handle.turn_id, reply_to=reply_to)
@@ -100,7 +110,7 @@ async def test_the_owner_answers_a_state_request_with_the_turn_so_far(
     assert state["type"] == "turn.state" and state["start"]["question"] == "count slowly"
     texts = [e for e in state["events"] if e["type"] == "text"]
     assert len(texts) == 1, "text of one block is merged into one event"
-    assert ANSWER.startswith(texts[0]["text"]) and state["seq"] >= 1
+    assert ANSWER.startswith(texts[0]["text"]) and state["through"] >= 1
     handle.cancel()
     await handle.wait()
 
@@ -111,7 +121,7 @@ async def test_a_replay_ends_where_a_published_message_ends_so_a_follower_misses
     session_id, channel = await _listen(channel_layer, llm)
     llm.enqueue(Reply.text(ANSWER, chunk=5, delay=0.002))
     handle = await live_turn("count slowly", session_id=session_id)
-    while (await channel_layer.receive(channel))["event"]["type"] != "text":
+    while (await channel_layer.receive(channel))["events"][-1]["type"] != "text":
         pass
     # Ask for more than has been published: the owner answers once its published messages cover it.
     after = len(handle.log) + 3
@@ -124,10 +134,10 @@ async def test_a_replay_ends_where_a_published_message_ends_so_a_follower_misses
     assert replay["type"] == "turn.replay" and replay["through"] >= after
     assert replay["events"] == [event.to_dict() for event in handle.log[after : replay["through"]]]
     # Resuming = engine events 1..after (the client's) + the replay + the messages past its boundary.
-    later = [m for m in following if m["through"] > replay["through"] and m["event"]["type"] == "text"]
+    later = [e for e in _events([m for m in following if m["through"] > replay["through"]]) if e["type"] == "text"]
     client = "".join(e.text for e in handle.log[:after] if isinstance(e, TextDelta))
     replayed = "".join(e["text"] for e in replay["events"] if e["type"] == "text")
-    assert client + replayed + "".join(m["event"]["text"] for m in later) == ANSWER
+    assert client + replayed + "".join(e["text"] for e in later) == ANSWER
     throughs = [m["through"] for m in following]
     assert throughs == sorted(throughs) and throughs[-1] == len(handle.log)
 
@@ -142,7 +152,7 @@ async def test_a_secret_pasted_into_a_question_never_crosses_the_layer(
     await live_turn(pasted, session_id=session_id)
     messages = await _until_done(channel_layer, channel)
 
-    assert messages[0]["event"]["question"] == "is [REDACTED] still valid?"
+    assert messages[0]["events"][0]["question"] == "is [REDACTED] still valid?"
     assert llm.api_key not in json.dumps(messages)
 
 
@@ -197,8 +207,8 @@ async def test_a_caller_gone_while_its_turn_is_taken_over_leaves_the_turn_publis
     await asyncio.gather(asking, return_exceptions=True)
 
     messages = await asyncio.wait_for(_until_done(layer, channel), timeout=10)
-    assert messages[0]["event"]["type"] == "turn_start"
-    assert messages[-1]["event"]["status"] == "done"
+    assert messages[0]["events"][0]["type"] == "turn_start"
+    assert messages[-1]["events"][-1]["status"] == "done"
     await registry.aclose()
 
 
@@ -246,8 +256,8 @@ async def test_a_turn_nobody_watches_sends_its_session_nothing_and_a_page_that_j
     await layer.group_add(group, channel)
     messages = await asyncio.wait_for(_until_done(layer, channel), timeout=10)
 
-    assert messages[-1]["event"]["status"] == "done"
-    assert any(message["event"]["type"] == "text" for message in messages)
+    assert messages[-1]["events"][-1]["status"] == "done"
+    assert any(event["type"] == "text" for event in _events(messages))
     assert group in layer.sent_to
     await registry.aclose()
 
@@ -322,13 +332,37 @@ async def test_on_redis_a_page_that_joins_mid_turn_and_asks_for_it_hears_the_res
         assert state["type"] == "turn.state"
         following = await asyncio.wait_for(_until_done(layer, channel), timeout=20)
 
-        seqs = [message["seq"] for message in following]
-        assert seqs == list(range(state["seq"] + 1, state["seq"] + 1 + len(seqs)))
-        shown = [e for e in state["events"] if e["type"] == "text"] + [
-            m["event"] for m in following if m["event"]["type"] == "text"
-        ]
+        assert following[0]["first"] == state["through"] + 1
+        assert all(m["first"] == before["through"] + 1 for before, m in itertools.pairwise(following))
+        shown = [e for e in [*state["events"], *_events(following)] if e["type"] == "text"]
         assert "".join(event["text"] for event in shown) == ANSWER
-        assert following[-1]["event"]["status"] == "done"
+        assert following[-1]["events"][-1]["status"] == "done"
+
+
+async def test_on_redis_a_page_that_joins_as_the_turn_ends_hears_its_end_though_its_request_came_too_late(
+    redis_layer: BaseChannelLayer, settings: Settings, llm: FakeAnthropic, oikos_settings: RunningSim
+) -> None:
+    """A control room that opens the session as the turn ends: it joins the group, reads the turn
+    from the database as running, and asks the owner for it only after the turn ended (the owner
+    no longer has it and ignores the request). The turn's end must reach it all the same, before
+    any recheck of who listens: otherwise the page shows the answer "Working…" for ever."""
+    async with _counting_redis(settings) as (layer, registry):
+        session = await AgentSession.objects.acreate(actor="operator:test", origin="ui")
+        llm.enqueue(Reply.text("The lighthouse keeper.", chunk=4, delay=0.02))
+        handle = await registry.turn_follow(
+            await turn_start(text="remember", actor="operator:test", origin="ui", session_id=session.id)
+        )
+        async with contextlib.aclosing(handle.events()) as events:
+            async for event in events:
+                if isinstance(event, TextDelta):
+                    break
+        channel = await layer.new_channel()
+        await layer.group_add(session_group(session.id), channel)
+        await handle.wait()
+
+        messages = await asyncio.wait_for(_until_done(layer, channel), timeout=LISTENERS_RECHECK_SECONDS / 2)
+
+        assert messages[-1]["events"][-1]["status"] == "done"
 
 
 async def test_on_redis_a_page_that_joins_without_asking_hears_the_turn_within_a_recheck(
@@ -352,14 +386,16 @@ async def test_on_redis_a_page_that_joins_without_asking_hears_the_turn_within_a
         rest = await asyncio.wait_for(_until_done(layer, channel), timeout=20)
 
         assert heard < LISTENERS_RECHECK_SECONDS + 0.5
-        assert first["event"]["type"] in ("text", "text_end", "done")
-        assert rest[-1]["event"]["status"] == "done"
+        assert first["events"][-1]["type"] in ("text", "thinking", "done")
+        assert rest[-1]["events"][-1]["status"] == "done"
 
 
 async def test_a_look_at_who_listens_that_a_page_s_request_overtook_does_not_silence_the_turn() -> None:
     """A look at the session's group sent before a page joined may come back after that page asked
     for the turn: the turn must go on sending to it, not take the stale look's "nobody"."""
-    live = LiveTurn(handle=TurnHandle(session_id=uuid.uuid4(), turn_id=uuid.uuid4(), session_created=True), start={})
+    handle = TurnHandle(session_id=uuid.uuid4(), turn_id=uuid.uuid4(), session_created=True)
+    start = TurnStart(turn_id="", session_id="", question="", actor="", model="", started_at="")
+    live = LiveTurn(handle=handle, start=start)
     loop = asyncio.get_running_loop()
     looked_at = loop.time()
     live.listener_asked()  # the page joined, then asked, while the look was on its way

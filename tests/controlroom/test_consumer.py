@@ -132,8 +132,9 @@ async def test_a_gap_in_the_numbering_is_repaired_from_the_owners_state(
             "type": "turn.event",
             "turn_id": str(handle.turn_id),
             "session_id": str(session_id),
-            "seq": 10_000,
-            "event": lost,
+            "first": 10_000,
+            "through": 10_000,
+            "events": [lost],
         },
     )
 

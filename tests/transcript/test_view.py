@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 
 import pytest
@@ -9,6 +10,17 @@ from channels.db import database_sync_to_async
 from channels.layers import BaseChannelLayer
 from django.utils import timezone
 
+from agent.conversation.events import (
+    Done,
+    Error,
+    TextDelta,
+    TextEnd,
+    ThinkingDelta,
+    ThinkingEnd,
+    ToolResult,
+    ToolUse,
+    TurnStart,
+)
 from agent.models import Activity, AgentSession, Message, Turn
 from controlroom import fragments
 from oikos_sim.server import RunningSim
@@ -18,46 +30,33 @@ from tests.fakes.scripted_models import ExecutionRequester
 from transcript import selectors as transcript_selectors
 from transcript.view import ApprovalItem, NoticeItem, TextItem, ToolItem, TurnView, turn_view_replay
 
-START = {
-    "type": "turn_start",
-    "turn_id": "0" * 8 + "-0000-0000-0000-" + "0" * 12,
-    "session_id": "1" * 8 + "-1111-1111-1111-" + "1" * 12,
-    "question": "q",
-}
+START = TurnStart(
+    turn_id="0" * 8 + "-0000-0000-0000-" + "0" * 12,
+    session_id="1" * 8 + "-1111-1111-1111-" + "1" * 12,
+    question="q",
+    actor="",
+    model="",
+    started_at="",
+)
 
 
 def test_events_fold_into_items_in_display_order() -> None:
     view = turn_view_replay(
         START,
         [
-            {"type": "text", "block": 0, "text": "Check"},
-            {"type": "text", "block": 0, "text": "ing."},
-            {"type": "text_end", "block": 0, "text": "Checking."},
-            {
-                "type": "tool_use",
-                "id": "t1",
-                "name": "mcp__oikos__get_entity",
-                "server": "oikos",
-                "tool": "get_entity",
-                "input": {"slug": "a"},
-            },
-            {
-                "type": "tool_result",
-                "tool_use_id": "t1",
-                "name": "x",
-                "is_error": True,
-                "content": "nope",
-                "duration_ms": 7,
-            },
-            {
-                "type": "done",
-                "session_id": "s",
-                "turn_id": "t",
-                "stop_reason": "end_turn",
-                "iterations": 2,
-                "usage": {"input_tokens": 5},
-                "status": "done",
-            },
+            TextDelta(block=0, text="Check"),
+            TextDelta(block=0, text="ing."),
+            TextEnd(block=0, text="Checking."),
+            ToolUse(id="t1", name="mcp__oikos__get_entity", server="oikos", tool="get_entity", input={"slug": "a"}),
+            ToolResult(tool_use_id="t1", name="x", is_error=True, content="nope", duration_ms=7),
+            Done(
+                session_id="s",
+                turn_id="t",
+                stop_reason="end_turn",
+                iterations=2,
+                usage={"input_tokens": 5},
+                status="done",
+            ),
         ],
     )
     assert [type(item) for item in view.items] == [TextItem, ToolItem]
@@ -74,19 +73,19 @@ def test_events_fold_into_items_in_display_order() -> None:
 
 def test_the_full_text_of_a_finished_block_repairs_a_lost_delta() -> None:
     view = TurnView(turn_id="t", session_id="s", question="q")
-    view.apply({"type": "text", "block": 0, "text": "Hel"})
+    view.apply(TextDelta(block=0, text="Hel"))
     # "lo, " was lost on the way.
-    view.apply({"type": "text", "block": 0, "text": "world"})
-    changes = view.apply({"type": "text_end", "block": 0, "text": "Hello, world"})
+    view.apply(TextDelta(block=0, text="world"))
+    changes = view.apply(TextEnd(block=0, text="Hello, world"))
     assert view.items == [TextItem(block=0, text="Hello, world", done=True)]
     assert [change.kind for change in changes] == ["item_update"]
 
 
 def test_a_cancelled_turn_keeps_its_text_rendered_and_says_so() -> None:
     view = TurnView(turn_id="t", session_id="s", question="q")
-    view.apply({"type": "text", "block": 0, "text": "Half an ans"})
-    view.apply({"type": "error", "code": "cancelled", "message": "Cancelled by the operator."})
-    changes = view.apply({"type": "done", "status": "cancelled", "stop_reason": "cancelled"})
+    view.apply(TextDelta(block=0, text="Half an ans"))
+    view.apply(Error(code="cancelled", message="Cancelled by the operator."))
+    changes = view.apply(Done(session_id="s", turn_id="t", iterations=0, status="cancelled", stop_reason="cancelled"))
     assert view.items[0] == TextItem(block=0, text="Half an ans", done=True)
     assert isinstance(view.items[1], NoticeItem) and view.items[1].code == "cancelled"
     assert [change.kind for change in changes] == ["item_update", "finished"]
@@ -139,7 +138,7 @@ async def _views(session_id: object) -> list[TurnView]:
     [("operator:alice", "alice"), ("peer:garra", "garra (peer agent)"), ("", "You")],
 )
 def test_each_question_names_who_asked_it(actor: str, shown: str) -> None:
-    view = turn_view_replay({**START, "actor": actor}, [])
+    view = turn_view_replay(dataclasses.replace(START, actor=actor), [])
     assert view.asked_by == actor
     assert f'<span class="speaker">{shown}</span>' in fragments.turn_html(view, {})
 
@@ -148,22 +147,21 @@ def test_a_call_cut_off_in_flight_shows_outcome_unknown_not_failed() -> None:
     view = turn_view_replay(
         START,
         [
-            {
-                "type": "tool_use",
-                "id": "t1",
-                "name": "mcp__oikos__request_execution",
-                "server": "oikos",
-                "tool": "request_execution",
-                "input": {"target": "service:caddy", "action": "restart"},
-            },
-            {
-                "type": "tool_result",
-                "tool_use_id": "t1",
-                "is_error": True,
-                "state": "unknown",
-                "duration_ms": 900,
-                "content": "Outcome unknown: cancelled by the operator while the call was in flight. It may have run.",
-            },
+            ToolUse(
+                id="t1",
+                name="mcp__oikos__request_execution",
+                server="oikos",
+                tool="request_execution",
+                input={"target": "service:caddy", "action": "restart"},
+            ),
+            ToolResult(
+                tool_use_id="t1",
+                name="",
+                is_error=True,
+                state="unknown",
+                duration_ms=900,
+                content="Outcome unknown: cancelled by the operator while the call was in flight. It may have run.",
+            ),
         ],
     )
 
@@ -178,15 +176,8 @@ def test_a_plain_error_still_shows_as_an_error() -> None:
     view = turn_view_replay(
         START,
         [
-            {
-                "type": "tool_use",
-                "id": "t1",
-                "name": "mcp__oikos__fail",
-                "server": "oikos",
-                "tool": "fail",
-                "input": {},
-            },
-            {"type": "tool_result", "tool_use_id": "t1", "is_error": True, "state": "error", "content": "no"},
+            ToolUse(id="t1", name="mcp__oikos__fail", server="oikos", tool="fail", input={}),
+            ToolResult(tool_use_id="t1", name="", is_error=True, state="error", content="no", duration_ms=0),
         ],
     )
     html = fragments.turn_html(view, {})
@@ -223,13 +214,13 @@ async def test_a_started_row_of_a_turn_that_ended_reads_as_outcome_unknown() -> 
 
 class TestThinking:
     def test_thinking_streams_into_a_collapsed_element_before_the_answer(self) -> None:
-        view = turn_view_replay({**START, "model": "claude-opus-5"}, [])
-        first = view.apply({"type": "thinking", "block": 0, "text": "Health <first>", "redacted": False})
-        more = view.apply({"type": "thinking", "block": 0, "text": ", then deps.", "redacted": False})
+        view = turn_view_replay(dataclasses.replace(START, model="claude-opus-5"), [])
+        first = view.apply(ThinkingDelta(block=0, text="Health <first>", redacted=False))
+        more = view.apply(ThinkingDelta(block=0, text=", then deps.", redacted=False))
         # The full text matches what streamed: nothing is redrawn (an element opened stays open).
-        assert view.apply({"type": "thinking_end", "block": 0, "text": "Health <first>, then deps."}) == []
-        view.apply({"type": "thinking_end", "block": 1, "text": "", "redacted": True})
-        view.apply({"type": "text", "block": 0, "text": "All good."})
+        assert view.apply(ThinkingEnd(block=0, text="Health <first>, then deps.")) == []
+        view.apply(ThinkingEnd(block=1, text="", redacted=True))
+        view.apply(TextDelta(block=0, text="All good."))
 
         assert [item.kind for item in view.items] == ["thinking", "thinking", "text"]
         html = fragments.turn_changes(view, first, {})

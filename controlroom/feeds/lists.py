@@ -1,0 +1,57 @@
+"""The lists a page may keep current: its sessions, the approvals page's grid, the investigations."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from agent.live import SESSIONS_GROUP
+from controlroom import fragments
+from controlroom.feeds import Page
+from oikos.approvals import approvals_listed
+from oikos.rail import ApprovalState
+
+
+class SessionsFeed:
+    groups = [SESSIONS_GROUP]
+
+    def __init__(self, page: Page, *, session_id: uuid.UUID | None) -> None:
+        self.page = page
+        self.session_id = session_id
+
+    def refresh(self) -> str:
+        """The page refetches its session list, keeping its search (the current one highlighted)."""
+        return fragments.session_list_refresh(current=str(self.session_id or ""))
+
+    async def sessions_changed(self, message: dict[str, Any]) -> None:
+        """A session started or finished a turn."""
+        await self.page.send([self.refresh()])
+
+
+class ApprovalsFeed:
+    """The approvals page's grid: every approval, decided ones too (Oikos's list is the truth)."""
+
+    groups: list[str] = []
+
+    def __init__(self, page: Page) -> None:
+        self.page = page
+
+    async def snapshot(self) -> tuple[list[str], list[ApprovalState]]:
+        """Drawn again: an approval raised between the page's render and this socket shows too."""
+        listed, problem = await approvals_listed()
+        return [fragments.approval_grid_replace(listed, problem)], listed
+
+    async def approvals_changed(self, approval_ids: list[str]) -> list[str]:
+        if not approval_ids:
+            return []
+        listed, problem = await approvals_listed()
+        return [fragments.approval_grid_replace(listed, problem), self.page.forms.new(listed, [])]
+
+
+class InvestigationsFeed:
+    """The investigations page's list, fetched again on any news (`controlroom.investigation_feed`)."""
+
+    groups: list[str] = []
+
+    def refresh(self) -> str:
+        return fragments.investigation_list_refresh()
