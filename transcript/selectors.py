@@ -12,8 +12,8 @@ from django.conf import settings
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
+from agent.conversation.events import PREVIEW_CHARS
 from agent.engine.approvals import REQUEST_EXECUTION, approval_from_result
-from agent.engine.tool_round import PREVIEW_CHARS
 from agent.models import Activity, Elicitation, Message, Turn
 from transcript.view import (
     ApprovalItem,

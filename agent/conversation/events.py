@@ -75,6 +75,10 @@ class ToolUse(Event):
     input: dict[str, Any]
 
 
+# How much of a tool's result a `ToolResult` carries to the transports (the model and the ledger get more).
+PREVIEW_CHARS = 4000
+
+
 @dataclass(frozen=True)
 class ToolResult(Event):
     type: ClassVar[EventType] = "tool_result"

@@ -13,7 +13,7 @@ import logging
 import time
 from collections.abc import Callable
 
-from agent.conversation.events import Event, ToolResult
+from agent.conversation.events import PREVIEW_CHARS, Event, ToolResult
 from agent.conversation.history import synthetic_tool_results, tool_blocks_held
 from agent.conversation.outcomes import CUTOFF_TIME_LIMIT, Cutoff, ToolOutcome
 from agent.elicitation.turn import TurnElicitor
@@ -33,9 +33,6 @@ from common.logs import log_event
 logger = logging.getLogger("agent.engine")
 
 Emit = Callable[[Event], None]
-
-# How much of a tool's result the transports show (the model and the ledger get more).
-PREVIEW_CHARS = 4000
 
 
 class ToolsUnavailable(Exception):
