@@ -112,6 +112,8 @@ VARIABLES: tuple[Variable, ...] = (
       "(`hermes_site/dev.py`: 8000)", reader="docker/start.sh"),
     V("HERMES_ACCESS_LOG", "deploy", Boolean(), False, "`docker/start.sh`: one access-log line per request on "
       "stdout", reader="docker/start.sh"),
+    V("HERMES_PYTHON", "deploy", Text(), "", "the interpreter `docker/start.sh` runs Hermes with",
+      shown="the project's `.venv`, else `python3`", reader="docker/start.sh"),
     V("HERMES_EVENT_LOOP", "deploy", Choice(("uvloop", "asyncio")), "uvloop",
       "the event loop the server (Daphne) runs on", reader="hermes_site/serve.py"),
     # --- storage
