@@ -18,10 +18,10 @@ import uuid
 from dataclasses import dataclass
 
 from channels.db import database_sync_to_async
-from django.conf import settings
 
 from interop import services
 from interop.client import TERMINAL_STATES, PeerCallError, PeerRefused, Resolver, peer_send
+from interop.config import A2AConfig
 from interop.peers import Peer, PeerBook
 
 # Grace on top of the per-turn timeout for the transport's own connect/read limits to fire first.
@@ -95,16 +95,17 @@ async def conversation_send(
             f"the message has {len(text):,} characters; {peer.name} takes at most {peer.max_chars:,}",
             peer=peer.name,
         )
+    config = A2AConfig.from_settings()
     try:
         begun = await database_sync_to_async(services.outbound_exchange_begin)(
             peer=peer.name,
             thread_id=thread_id or None,
             message=text,
             max_turns=peer.max_turns,
-            rate_limit=settings.HERMES_A2A_SEND_RATE_LIMIT,
-            window=settings.HERMES_A2A_RATE_WINDOW,
+            rate_limit=config.send_rate_limit,
+            window=config.rate_window,
             budget=CONVERSATION_SECONDS,
-            keep=settings.HERMES_A2A_PEER_KEEP,
+            keep=config.peer_keep,
         )
     except services.ConversationRefused as refused:
         raise SendRefusal(refused.code, refused.message, peer=peer.name) from None

@@ -34,10 +34,9 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from django.conf import settings
-
 from agent.budget import PeerAllowance
 from agent.tools.config import MCPConfigError, config_file_read, config_value_expand
+from interop.config import A2AConfig
 
 Dialect = Literal["a2a", "garraia", "auto"]
 DIALECTS: tuple[Dialect, ...] = ("a2a", "garraia", "auto")
@@ -156,11 +155,12 @@ def peer_allowance(name: str, *, rate_counted_here: bool) -> PeerAllowance:
     rather than the A2A server's exchanges."""
     entry = _entry(name)
     share = entry.budget_share if entry is not None else None
+    config = A2AConfig.from_settings()
     return PeerAllowance(
         name=name,
-        share=settings.HERMES_PEER_BUDGET_SHARE if share is None else share,
+        share=config.peer_budget_share if share is None else share,
         rate_limit=peer_rate_limit(name) if rate_counted_here else None,
-        window=settings.HERMES_A2A_RATE_WINDOW,
+        window=config.rate_window,
     )
 
 
@@ -168,7 +168,7 @@ def peer_rate_limit(name: str) -> int:
     """Questions the peer `name` may ask per `HERMES_A2A_RATE_WINDOW`."""
     entry = _entry(name)
     rate = entry.rate_limit if entry is not None else None
-    return settings.HERMES_A2A_RATE_LIMIT if rate is None else rate
+    return A2AConfig.from_settings().rate_limit if rate is None else rate
 
 
 def _entry(name: str) -> Peer | None:
@@ -183,9 +183,10 @@ def _entry(name: str) -> Peer | None:
 
 def peers_from_settings() -> PeerBook:
     """The peers of `HERMES_A2A_PEERS` (none when unset). Raises `PeersConfigError`."""
-    if not settings.HERMES_A2A_PEERS:
+    path = A2AConfig.from_settings().peers_path
+    if not path:
         return PeerBook()
-    return peers_load(Path(settings.HERMES_A2A_PEERS))
+    return peers_load(Path(path))
 
 
 def peer_may_propose(name: str) -> bool:

@@ -21,7 +21,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
-from django.conf import settings
+from watch.config import WatchConfig
 
 SEVERITIES = ("info", "warning", "critical")
 HEALTH_SEVERITY = {"degraded": "warning", "down": "critical", "failing": "critical", "critical": "critical"}
@@ -60,9 +60,10 @@ class TriggerPolicy:
     @classmethod
     def from_settings(cls) -> TriggerPolicy:
         """The policy `HERMES_WATCH_POLICY_FILE` names, or the defaults when it names none."""
-        if not settings.HERMES_WATCH_POLICY_FILE:
+        path = WatchConfig.from_settings().policy_file
+        if not path:
             return cls()
-        return cls.from_values(_policy_file_read(Path(settings.HERMES_WATCH_POLICY_FILE)))
+        return cls.from_values(_policy_file_read(Path(path)))
 
     @classmethod
     def from_values(cls, values: dict[str, Any]) -> TriggerPolicy:

@@ -33,13 +33,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from channels.db import database_sync_to_async
-from django.conf import settings
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from agent.tools.hub import ToolHub
 from oikos.client import OikosClient, OikosError, OikosEvent
 from watch import services
+from watch.config import WatchConfig
 from watch.investigate import investigation_escalate, investigation_run
 from watch.policy import TriggerPolicy
 
@@ -85,7 +85,7 @@ class Watcher:
         self.storm_gather = storm_gather
         # Told of every event handled (a claim, or None when another watcher had it): for tests and benches.
         self.on_claim = on_claim
-        self.backlog = backlog or settings.HERMES_WATCH_BACKLOG
+        self.backlog = backlog or WatchConfig.from_settings().backlog
         self.backlog_max_age = BACKLOG_MAX_AGE_SECONDS if backlog_max_age is None else backlog_max_age
         # Oikos stamps events to the millisecond: so is the start, or an event raised in the same
         # millisecond would count as history.

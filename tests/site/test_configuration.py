@@ -17,8 +17,10 @@ from hermes_site.variables import RETIRED, SETTINGS, VARIABLES, configuration_ma
 from tests.fakes.subprocesses import REPO_ROOT, clean_environ, manage
 
 # Product code: what runs in a Hermes process or its container (not tests, benches or the simulator).
-PRODUCT = ("access", "agent", "api", "common", "controlroom", "hermes_site", "interop", "matrix", "oikos")
-PRODUCT += ("transcript", "watch")
+PRODUCT = (
+    *("access", "agent", "api", "common", "controlroom", "hermes_site"),
+    *("interop", "matrix", "oikos", "transcript", "watch"),
+)
 # An environment read of a Hermes variable in Python, or an expansion of one in a shell script.
 PYTHON_READ = re.compile(r"""(?:environ\.get\(|environ\[|getenv\()\s*["']((?:HERMES|OIKOS|ANTHROPIC)_\w+)""")
 SHELL_READ = re.compile(r"\$\{?(HERMES_\w+)")
@@ -27,7 +29,7 @@ SHELL_READ = re.compile(r"\$\{?(HERMES_\w+)")
 def _settings_reads() -> set[str]:
     tree = ast.parse((REPO_ROOT / SETTINGS).read_text(encoding="utf-8"))
     return {
-        node.args[0].value
+        str(node.args[0].value)
         for node in ast.walk(tree)
         if isinstance(node, ast.Call)
         and isinstance(node.func, ast.Name)
