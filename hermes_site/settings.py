@@ -167,7 +167,7 @@ if _database_url:
             "timeout": HERMES_DB_POOL_TIMEOUT,
         }
         # Parameters travel apart from the statement (psycopg 3's own way) instead of being quoted
-        # into it by psycopg in Python, which cost ~3 ms of a turn's CPU under 200 turns at once.
+        # into it by psycopg in Python, which costs CPU on every statement of a turn.
         # Prepared statements stay off (Django's default), so a transaction pooler such as
         # PgBouncer still works in front of PostgreSQL.
         DATABASES["default"]["OPTIONS"]["server_side_binding"] = True
@@ -187,7 +187,7 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 _redis_url = env("REDIS_URL")
 if _redis_url:
-    # Imported only here: redis-py and channels-redis cost every process ~0.3 s to import.
+    # Imported only here: redis-py and channels-redis are slow to import, and most processes need neither.
     from hermes_site.channel_layers import redis_channel_layer
 
     CHANNEL_LAYERS = {"default": redis_channel_layer(_redis_url, prefix=env("HERMES_CHANNEL_PREFIX"))}
