@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from django.core.checks import Tags, Warning, register
 
+from access.config import AccessConfig
 from access.exposure import local_mode_exposure
 from access.networks import allowed_networks
 
@@ -19,7 +19,7 @@ def local_mode_beyond_loopback(app_configs: Any, **kwargs: Any) -> list[Warning]
 
 @register(Tags.security, deploy=True)
 def local_mode_deployed(app_configs: Any, **kwargs: Any) -> list[Warning]:
-    if settings.HERMES_AUTH != "local":
+    if AccessConfig.from_settings().auth != "local":
         return []
     return [
         Warning(

@@ -9,7 +9,8 @@ import math
 import re
 from typing import Any
 
-from django.conf import settings
+# Deeper JSON is refused (400) before it is parsed: nothing Hermes accepts nests this deep.
+JSON_DEPTH_MAX = 32
 
 # A JSON string literal, escapes included; possessive so a long string cannot backtrack.
 _JSON_STRING = re.compile(r'"(?:[^"\\]++|\\.)*+"', re.DOTALL)
@@ -30,7 +31,7 @@ class JsonRefused(ValueError):
 def json_document_parse(raw: bytes) -> Any:
     """Parse a JSON request body, refusing (`JsonRefused`) what must not reach a parser or a table.
 
-    In order: text that is not UTF-8; nesting deeper than HERMES_MAX_JSON_DEPTH (before parsing,
+    In order: text that is not UTF-8; nesting deeper than JSON_DEPTH_MAX (before parsing,
     which would exhaust its recursion); invalid JSON, non-finite numbers and integers too long to
     convert; then strings that parse but cannot be stored (a NUL, an unpaired surrogate). Used by
     the HTTP API and the A2A routes alike.
@@ -39,7 +40,7 @@ def json_document_parse(raw: bytes) -> Any:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise JsonRefused("invalid_json", "The body is not UTF-8 text.") from None
-    depth_limit = settings.HERMES_MAX_JSON_DEPTH
+    depth_limit = JSON_DEPTH_MAX
     if json_nesting_exceeds(text, depth_limit):
         raise JsonRefused("json_too_deep", f"The JSON nests deeper than {depth_limit} levels.")
     try:

@@ -12,8 +12,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from django.conf import settings
-
+from access.config import AccessConfig
 from access.networks import address_is_loopback
 
 logger = logging.getLogger("access")
@@ -24,14 +23,15 @@ _noted_connection = False
 
 def local_mode_exposure(bind: str | None = None) -> str | None:
     """What is wrong when `local` mode listens on `bind` (default HERMES_BIND); None when nothing is."""
-    if settings.HERMES_AUTH != "local":
+    config = AccessConfig.from_settings()
+    if config.auth != "local":
         return None
-    address = settings.HERMES_BIND if bind is None else bind
+    address = config.bind if bind is None else bind
     if not address or address_is_loopback(address):
         return None
     return (
         f"HERMES_AUTH=local while Hermes listens on {address}: every connection from "
-        f"{', '.join(settings.HERMES_ALLOWED_CIDRS)} acts as the operator {settings.HERMES_LOCAL_OPERATOR!r} "
+        f"{', '.join(config.allowed_cidrs)} acts as the operator {config.local_operator!r} "
         "and can approve executions. Use HERMES_AUTH=proxy or django, or listen on 127.0.0.1."
     )
 
@@ -46,7 +46,7 @@ def exposure_warn_at_startup() -> None:
 def exposure_note_connection(scope: dict[str, Any]) -> None:
     """Warn once per process when `local` mode serves a connection that reached a non-loopback address."""
     global _noted_connection
-    if _noted_connection or settings.HERMES_AUTH != "local":
+    if _noted_connection or AccessConfig.from_settings().auth != "local":
         return
     server = scope.get("server")
     if not server or not isinstance(server[0], str) or server[1] is None:

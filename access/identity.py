@@ -22,9 +22,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from django.conf import settings
 from django.http import HttpRequest
 
+from access.config import AccessConfig
 from access.networks import address_within, trusted_proxy_networks
 
 USERNAME_HEADER = "x-authentik-username"
@@ -63,7 +63,7 @@ class Identity:
         if self.via == "local":
             return True
         if self.via == "proxy":
-            return bool(set(self.groups) & set(settings.HERMES_STAFF_GROUPS))
+            return bool(set(self.groups) & set(AccessConfig.from_settings().staff_groups))
         return False
 
 
@@ -90,9 +90,10 @@ def identity_decide(*, peer: str | None, headers: Mapping[str, str]) -> Decision
     Returns an `Identity`, a `Refusal`, or `FROM_SESSION` (django mode: ask the session). A `None`
     identity never comes back: "anonymous" is `FROM_SESSION` with nobody signed in, or a `Refusal`.
     """
-    mode = settings.HERMES_AUTH
+    config = AccessConfig.from_settings()
+    mode = config.auth
     if mode == "local":
-        return Identity(username=settings.HERMES_LOCAL_OPERATOR, via="local")
+        return Identity(username=config.local_operator, via="local")
     if mode == "django":
         return FROM_SESSION
     presented = [name for name in PROXY_HEADERS if name in headers]
@@ -123,7 +124,7 @@ def identity_decide(*, peer: str | None, headers: Mapping[str, str]) -> Decision
 
 def identity_is_public(path: str) -> bool:
     """Whether `path` (without the URL prefix) may be served to a connection without an identity."""
-    return path in PROBE_PATHS or (path == LOGIN_PATH and settings.HERMES_AUTH == "django")
+    return path in PROBE_PATHS or (path == LOGIN_PATH and AccessConfig.from_settings().auth == "django")
 
 
 def proxy_headers_from_pairs(pairs: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:

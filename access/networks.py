@@ -10,7 +10,7 @@ import functools
 import ipaddress
 from collections.abc import Iterable
 
-from django.conf import settings
+from access.config import AccessConfig
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -48,12 +48,13 @@ def address_is_loopback(raw: str) -> bool:
 
 
 def trusted_proxy_networks() -> tuple[IPNetwork, ...]:
-    return _parse(tuple(settings.HERMES_TRUSTED_PROXY_CIDRS))
+    return _parse(AccessConfig.from_settings().trusted_proxy_cidrs)
 
 
 def allowed_networks() -> tuple[IPNetwork, ...]:
     """mesh_only's networks: HERMES_ALLOWED_CIDRS plus the trusted proxies, which must reach us."""
-    return _parse((*settings.HERMES_ALLOWED_CIDRS, *settings.HERMES_TRUSTED_PROXY_CIDRS))
+    config = AccessConfig.from_settings()
+    return _parse((*config.allowed_cidrs, *config.trusted_proxy_cidrs))
 
 
 @functools.lru_cache(maxsize=16)

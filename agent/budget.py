@@ -57,6 +57,29 @@ HOLDS_RETRY_SECONDS = 60
 USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
 
 
+@dataclass(frozen=True, kw_only=True)
+class BudgetConfig:
+    """The daily token budgets (0: unlimited), read at each use so that tests may change them."""
+
+    daily: int
+    investigation_daily: int
+    # Shares of the daily budget: kept back for operators and critical investigations, and one peer's.
+    reserve_share: float
+    peer_share: float
+    # The IANA time zone whose midnight starts a budget day.
+    timezone: str
+
+    @classmethod
+    def from_settings(cls) -> BudgetConfig:
+        return cls(
+            daily=settings.HERMES_DAILY_TOKEN_BUDGET,
+            investigation_daily=settings.HERMES_INVESTIGATION_DAILY_TOKEN_BUDGET,
+            reserve_share=settings.HERMES_BUDGET_RESERVE_SHARE,
+            peer_share=settings.HERMES_PEER_BUDGET_SHARE,
+            timezone=settings.HERMES_BUDGET_TIMEZONE,
+        )
+
+
 def usage_tokens_total(usage: dict[str, int]) -> int:
     """Every token the API reported for the usage, cached ones included: what budgets count."""
     return sum(int(usage.get(field) or 0) for field in USAGE_FIELDS)
@@ -64,7 +87,7 @@ def usage_tokens_total(usage: dict[str, int]) -> int:
 
 def budget_day_start(now: datetime.datetime | None = None) -> datetime.datetime:
     """Midnight of today in the budget's time zone."""
-    zone = zoneinfo.ZoneInfo(settings.HERMES_BUDGET_TIMEZONE)
+    zone = zoneinfo.ZoneInfo(BudgetConfig.from_settings().timezone)
     local = (now or timezone.now()).astimezone(zone)
     return local.replace(hour=0, minute=0, second=0, microsecond=0)
 
@@ -175,9 +198,10 @@ class BudgetRefused(Exception):
 
 def budget_limited(kind: BudgetKind, peer: PeerAllowance | None = None) -> bool:
     """Whether a budget or a rate applies to this turn (else admission allows without a query)."""
+    config = BudgetConfig.from_settings()
     return bool(
-        settings.HERMES_DAILY_TOKEN_BUDGET
-        or (kind == "investigation" and settings.HERMES_INVESTIGATION_DAILY_TOKEN_BUDGET)
+        config.daily
+        or (kind == "investigation" and config.investigation_daily)
         or (peer is not None and peer.rate_limit)
     )
 
@@ -199,7 +223,7 @@ class _Ceiling:
 def _refusal(
     kind: BudgetKind, ceiling: _Ceiling, peer: PeerAllowance | None, day_start: datetime.datetime
 ) -> BudgetVerdict:
-    zone = settings.HERMES_BUDGET_TIMEZONE
+    zone = BudgetConfig.from_settings().timezone
     held = ceiling.committed - ceiling.spent
     counted = f"{ceiling.committed:,} of {ceiling.budget:,} tokens" + (
         f", {held:,} of them held by turns still running" if held > 0 else ""
@@ -250,8 +274,9 @@ def budget_check(*, kind: BudgetKind, reserve: bool | None = None, peer: PeerAll
     """
     if reserve is None:
         reserve = kind == "interactive" and peer is None
-    daily = settings.HERMES_DAILY_TOKEN_BUDGET
-    investigation = settings.HERMES_INVESTIGATION_DAILY_TOKEN_BUDGET if kind == "investigation" else 0
+    config = BudgetConfig.from_settings()
+    daily = config.daily
+    investigation = config.investigation_daily if kind == "investigation" else 0
     if not daily and not investigation:
         return BudgetVerdict(allowed=True, kind=kind, exhausted="", spent_tokens=0, budget_tokens=0)
     spend = spend_today()
@@ -263,7 +288,7 @@ def budget_check(*, kind: BudgetKind, reserve: bool | None = None, peer: PeerAll
     if daily:
         ceilings.append(_Ceiling("daily", daily, spend.committed, spend.tokens))
         if not reserve:
-            kept = round(daily * settings.HERMES_BUDGET_RESERVE_SHARE)
+            kept = round(daily * config.reserve_share)
             ceilings.append(_Ceiling("reserve", daily - kept, spend.committed, spend.tokens))
         if peer is not None:
             theirs = _turns_today(spend.day_start).filter(actor=peer.actor)

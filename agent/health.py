@@ -18,11 +18,10 @@ from urllib.parse import urlsplit
 
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
-from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from agent.llm import llm_configured
+from agent.llm import ModelConfig, llm_configured
 from agent.models import AgentSession, DatabaseProbe
 from agent.tools import MCPConfigError, ToolHub, tool_hub
 
@@ -150,11 +149,12 @@ async def mcp_servers_check(*, hub: ToolHub | None = None, time_limit: float = C
 
 def llm_check() -> ComponentHealth:
     """Whether a model is configured, and where it is; never a model call (those are paid)."""
-    endpoint = settings.ANTHROPIC_BASE_URL or "https://api.anthropic.com"
+    config = ModelConfig.from_settings()
+    endpoint = config.base_url or "https://api.anthropic.com"
     parts = urlsplit(endpoint)
     details = {
         "configured": llm_configured(),
-        "model": settings.HERMES_MODEL,
+        "model": config.model,
         # Scheme and host only: a base URL may carry credentials or a token in its query.
         "endpoint": f"{parts.scheme}://{parts.hostname or ''}{f':{parts.port}' if parts.port else ''}",
     }

@@ -58,8 +58,30 @@ class LLMNotConfigured(Exception):
         super().__init__(NOT_CONFIGURED_MESSAGE)
 
 
+@dataclass(frozen=True, kw_only=True)
+class ModelConfig:
+    """Which model Hermes asks, and where; read at each use so that tests may change it."""
+
+    api_key: str
+    # A compatible server instead of Anthropic's ("" for Anthropic's).
+    base_url: str
+    # What a session uses unless the operator picks another of `models` (which includes it).
+    model: str
+    models: tuple[str, ...]
+
+    @classmethod
+    def from_settings(cls) -> ModelConfig:
+        return cls(
+            api_key=settings.ANTHROPIC_API_KEY,
+            base_url=settings.ANTHROPIC_BASE_URL,
+            model=settings.HERMES_MODEL,
+            models=tuple(settings.HERMES_MODELS),
+        )
+
+
 def llm_configured() -> bool:
-    return bool(settings.ANTHROPIC_API_KEY or settings.ANTHROPIC_BASE_URL)
+    config = ModelConfig.from_settings()
+    return bool(config.api_key or config.base_url)
 
 
 # One client per event loop: its connection pool belongs to the loop that opened it.
@@ -80,10 +102,11 @@ def llm_client() -> anthropic.AsyncAnthropic:
             max_keepalive_connections=anthropic.DEFAULT_CONNECTION_LIMITS.max_keepalive_connections,
             keepalive_expiry=KEEPALIVE_SECONDS,
         )
+        config = ModelConfig.from_settings()
         client = anthropic.AsyncAnthropic(
             # Always explicit: never fall back to a key or profile found elsewhere on the machine.
-            api_key=settings.ANTHROPIC_API_KEY or "no-key",
-            base_url=settings.ANTHROPIC_BASE_URL or None,
+            api_key=config.api_key or "no-key",
+            base_url=config.base_url or None,
             timeout=timeout,
             max_retries=0,
             http_client=anthropic.DefaultAioHttpClient(timeout=timeout, limits=limits),
@@ -132,7 +155,7 @@ def llm_error_describe(exc: BaseException, *, model: str | None = None) -> str:
 
     Redacted: a server's error message may quote the key it was sent.
     """
-    return redact(_llm_error_text(exc, model=model or settings.HERMES_MODEL))
+    return redact(_llm_error_text(exc, model=model or ModelConfig.from_settings().model))
 
 
 def _llm_error_text(exc: BaseException, *, model: str) -> str:

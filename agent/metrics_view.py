@@ -6,12 +6,11 @@ Mesh-only like every other surface; it adds no authentication of its own.
 from __future__ import annotations
 
 from channels.db import database_sync_to_async
-from django.conf import settings
 from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_safe
 
-from agent.budget import spend_today
+from agent.budget import BudgetConfig, spend_today
 from common.metrics import BUDGET_TOKENS, RESERVED_TOKENS, SPEND_TOKENS, SPEND_USD, metrics_exposition
 
 
@@ -30,8 +29,9 @@ def budget_observe() -> None:
     A database that does not answer leaves the spend gauges as they were: the rest of the metrics
     (which may tell why) must still reach Prometheus.
     """
-    BUDGET_TOKENS.labels(kind="daily").set(settings.HERMES_DAILY_TOKEN_BUDGET)
-    BUDGET_TOKENS.labels(kind="investigation").set(settings.HERMES_INVESTIGATION_DAILY_TOKEN_BUDGET)
+    config = BudgetConfig.from_settings()
+    BUDGET_TOKENS.labels(kind="daily").set(config.daily)
+    BUDGET_TOKENS.labels(kind="investigation").set(config.investigation_daily)
     try:
         spend = spend_today()
     except DatabaseError:

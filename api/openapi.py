@@ -16,6 +16,7 @@ from typing import Any
 from django.conf import settings
 from django.http import HttpRequest, JsonResponse
 
+from agent.llm import ModelConfig
 from api.errors import api_view
 
 OPENAPI_PATH = Path(__file__).with_name("openapi.json")
@@ -31,5 +32,6 @@ def openapi_document() -> dict[str, Any]:
 async def openapi(request: HttpRequest) -> JsonResponse:
     document = copy.deepcopy(openapi_document())
     document["servers"] = [{"url": settings.HERMES_URL_PREFIX or "/"}]
-    document["components"]["schemas"]["ChatRequest"]["properties"]["model"]["enum"] = list(settings.HERMES_MODELS)
+    models = list(ModelConfig.from_settings().models)
+    document["components"]["schemas"]["ChatRequest"]["properties"]["model"]["enum"] = models
     return JsonResponse(document)

@@ -12,12 +12,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.conf import settings
 from django.db import connection
 from django.db.models import Case, Exists, F, OuterRef, Q, Value, When
 
 from agent import selectors as agent_selectors
-from agent.budget import spend_today
+from agent.budget import BudgetConfig, spend_today
+from agent.llm import ModelConfig
 from agent.models import Activity, AgentSession, Turn
 from agent.selectors import ContextInUse
 from watch.models import Investigation
@@ -92,7 +92,8 @@ def session_escalation(*, session_id: uuid.UUID) -> EscalationCard | None:
 def budget_meter() -> dict[str, Any]:
     """Today's spend against the daily budgets, for the rail's meter (agent/budget.py)."""
     spend = spend_today()
-    daily = settings.HERMES_DAILY_TOKEN_BUDGET
+    config = BudgetConfig.from_settings()
+    daily = config.daily
     return {
         "tokens": spend.tokens,
         # Held by turns still running beyond what they spent so far: admission counts it too.
@@ -103,8 +104,8 @@ def budget_meter() -> dict[str, Any]:
         "high": round(daily * 0.8),
         "exhausted": bool(daily) and spend.committed >= daily,
         "investigation_tokens": spend.investigation_tokens,
-        "investigation_budget": settings.HERMES_INVESTIGATION_DAILY_TOKEN_BUDGET,
-        "timezone": settings.HERMES_BUDGET_TIMEZONE,
+        "investigation_budget": config.investigation_daily,
+        "timezone": config.timezone,
     }
 
 
@@ -120,13 +121,14 @@ def session_model(*, session_id: uuid.UUID | None) -> str:
 
 
 def _model_in_use(chosen: str) -> str:
-    return chosen if chosen and chosen in settings.HERMES_MODELS else settings.HERMES_MODEL
+    config = ModelConfig.from_settings()
+    return chosen if chosen and chosen in config.models else config.model
 
 
 def model_picker(*, session_id: uuid.UUID | None, chosen: str | None = None) -> dict[str, Any]:
     """What the composer's model selector shows: the models offered (none when there is no choice)
     and the one selected. `chosen`: the session's own pick, when the caller has read it already."""
-    offered = list(settings.HERMES_MODELS)
+    offered = list(ModelConfig.from_settings().models)
     model = _model_in_use(chosen) if chosen is not None else session_model(session_id=session_id)
     return {"models": offered if len(offered) > 1 else [], "model": model}
 

@@ -9,7 +9,7 @@ blocking wait, and still notices a dead connection.
 redis-py 8 also caps a connection pool at 100 connections and fails the 101st operation at once
 (`MaxConnectionsError`) instead of waiting: with 200 questions at once, hundreds of group sends
 and joins failed, and a page joining a turn's group could miss its events. Each process's pool
-here allows `HERMES_REDIS_MAX_CONNECTIONS` (1000 by default; Redis accepts 10,000 clients).
+here allows `MAX_CONNECTIONS` (Redis accepts 10,000 clients).
 
 Each connection redis-py opens names its library and version to Redis (`CLIENT SETINFO`, 7.2+), and
 looks its own version up in the installed package's metadata for that, a file read per connection,

@@ -1,12 +1,15 @@
 """Hermes settings: one module, driven entirely by the environment.
 
 Embedded defaults (SQLite, in-memory channel layer, local operator) need no configuration at all;
-`DATABASE_URL` and `REDIS_URL` switch to PostgreSQL and Redis for scale-out. The README's
-configuration table lists every variable read here.
+`DATABASE_URL` and `REDIS_URL` switch to PostgreSQL and Redis for scale-out. Every variable is read
+through `env()` from the table in hermes_site/variables.py, which also generates
+docs/configuration.md. Tuning that an operator has no reason to change is a plain constant here,
+still a Django setting so that tests can shrink it.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import zoneinfo
 from pathlib import Path
@@ -14,35 +17,29 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from common.logs import LOG_FORMATS, logging_config
-from hermes_site.environment import (
-    env_bool,
-    env_choice,
-    env_cidrs,
-    env_float,
-    env_int,
-    env_list,
-    env_path_prefix,
-    env_str,
-)
+from common.logs import logging_config
 from hermes_site.secret_key import secret_key_load
+from hermes_site.variables import env, env_set, retired_check
+
+# Before anything else: a retired variable must stop start-up, not be silently ignored.
+retired_check(os.environ)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-DATA_DIR = Path(env_str("HERMES_DATA_DIR", str(BASE_DIR / "var")))
+DATA_DIR = Path(env("HERMES_DATA_DIR", str(BASE_DIR / "var")))
 
 # --- Django core -----------------------------------------------------------------------------------
 
 # `production` means "served to browsers over HTTPS": secure cookies, HSTS, redirects to HTTPS (see
 # "Access control" below), and no start without an explicit secret key and host list. The default,
 # `development`, needs no configuration at all.
-HERMES_ENV = env_choice("HERMES_ENV", "development", ("development", "production"))
+HERMES_ENV = env("HERMES_ENV")
 PRODUCTION = HERMES_ENV == "production"
 
-DEBUG = env_bool("HERMES_DEBUG", False)
+DEBUG = env("HERMES_DEBUG")
 if PRODUCTION and DEBUG:
     raise ImproperlyConfigured("HERMES_DEBUG must be off when HERMES_ENV=production: debug pages show settings.")
 
-SECRET_KEY = env_str("HERMES_SECRET_KEY")
+SECRET_KEY = env("HERMES_SECRET_KEY")
 if not SECRET_KEY:
     if PRODUCTION:
         raise ImproperlyConfigured(
@@ -53,14 +50,14 @@ if not SECRET_KEY:
     SECRET_KEY = secret_key_load(DATA_DIR / "secret_key")
 # Earlier secret keys, still accepted while a new one rolls out: signed cookies made with them stay
 # valid, and MCP OAuth credentials sealed with them still open (agent/tools/oauth/sealing.py).
-SECRET_KEY_FALLBACKS = env_list("HERMES_SECRET_KEY_FALLBACKS")
+SECRET_KEY_FALLBACKS = env("HERMES_SECRET_KEY_FALLBACKS")
 
-if PRODUCTION and not env_str("HERMES_ALLOWED_HOSTS"):
+if PRODUCTION and not env_set("HERMES_ALLOWED_HOSTS"):
     raise ImproperlyConfigured(
         "HERMES_ALLOWED_HOSTS must name the host(s) browsers reach Hermes at when HERMES_ENV=production, "
         "e.g. oikos.example.net"
     )
-ALLOWED_HOSTS = env_list("HERMES_ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
+ALLOWED_HOSTS = env("HERMES_ALLOWED_HOSTS")
 
 INSTALLED_APPS = [
     # Before staticfiles: its `runserver` is Daphne's (HTTP and websockets from one ASGI process).
@@ -147,15 +144,12 @@ _SQLITE_OPTIONS = {
 # without reconnecting. A caller that finds every connection taken waits HERMES_DB_POOL_TIMEOUT
 # seconds, then fails with `psycopg_pool.PoolTimeout` (an OperationalError): the HTTP API answers
 # that request 503 `database_busy`. Sizing for N processes: README, "Scale-out".
-HERMES_DB_POOL_MIN = env_int("HERMES_DB_POOL_MIN", 2, minimum=0)
-HERMES_DB_POOL_MAX = env_int("HERMES_DB_POOL_MAX", 10, minimum=1)
-HERMES_DB_POOL_TIMEOUT = env_float("HERMES_DB_POOL_TIMEOUT", 10.0, minimum=0.1)
-if HERMES_DB_POOL_MIN > HERMES_DB_POOL_MAX:
-    raise ImproperlyConfigured(
-        f"HERMES_DB_POOL_MIN ({HERMES_DB_POOL_MIN}) must not exceed HERMES_DB_POOL_MAX ({HERMES_DB_POOL_MAX})"
-    )
+HERMES_DB_POOL_MAX = env("HERMES_DB_POOL_MAX")
+HERMES_DB_POOL_TIMEOUT = env("HERMES_DB_POOL_TIMEOUT")
+# Connections kept open while idle, so the first requests after a quiet spell do not all reconnect.
+HERMES_DB_POOL_MIN = min(2, HERMES_DB_POOL_MAX)
 
-_database_url = env_str("DATABASE_URL")
+_database_url = env("DATABASE_URL")
 if _database_url:
     # Health checks: a pooled connection is tested as it is handed out, so a PostgreSQL restart
     # costs a reconnect instead of a failed request.
@@ -173,7 +167,7 @@ if _database_url:
             "timeout": HERMES_DB_POOL_TIMEOUT,
         }
         # Parameters travel apart from the statement (psycopg 3's own way) instead of being quoted
-        # into it by psycopg in Python, which cost ~3 ms of a turn's CPU under 200 turns at once.
+        # into it by psycopg in Python, which costs CPU on every statement of a turn.
         # Prepared statements stay off (Django's default), so a transaction pooler such as
         # PgBouncer still works in front of PostgreSQL.
         DATABASES["default"]["OPTIONS"]["server_side_binding"] = True
@@ -191,18 +185,12 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Channel layer ---------------------------------------------------------------------------------
 
-_redis_url = env_str("REDIS_URL")
+_redis_url = env("REDIS_URL")
 if _redis_url:
-    # Imported only here: redis-py and channels-redis cost every process ~0.3 s to import.
-    from hermes_site.channel_layers import MAX_CONNECTIONS, redis_channel_layer
+    # Imported only here: redis-py and channels-redis are slow to import, and most processes need neither.
+    from hermes_site.channel_layers import redis_channel_layer
 
-    CHANNEL_LAYERS = {
-        "default": redis_channel_layer(
-            _redis_url,
-            prefix=env_str("HERMES_CHANNEL_PREFIX", "hermes"),
-            max_connections=env_int("HERMES_REDIS_MAX_CONNECTIONS", MAX_CONNECTIONS, minimum=1),
-        )
-    }
+    CHANNEL_LAYERS = {"default": redis_channel_layer(_redis_url, prefix=env("HERMES_CHANNEL_PREFIX"))}
 else:
     # The in-memory layer silently drops messages past a channel's capacity; turn events are
     # coalesced, and the higher capacity is a second line of defence.
@@ -216,7 +204,7 @@ else:
 # --- Static files ----------------------------------------------------------------------------------
 
 # STATIC_URL is set under "HTTP API": it carries the URL prefix.
-STATIC_ROOT = Path(env_str("HERMES_STATIC_ROOT", str(BASE_DIR / "staticfiles")))
+STATIC_ROOT = BASE_DIR / "staticfiles"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 # WhiteNoise serves STATIC_ROOT too and warns when it is missing (before any collectstatic).
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)
@@ -227,7 +215,7 @@ STORAGES = {
     "staticfiles": {
         "BACKEND": (
             "whitenoise.storage.CompressedManifestStaticFilesStorage"
-            if env_bool("HERMES_STATIC_MANIFEST", False)
+            if env("HERMES_STATIC_MANIFEST")
             else "django.contrib.staticfiles.storage.StaticFilesStorage"
         )
     },
@@ -239,7 +227,7 @@ WHITENOISE_AUTOREFRESH = DEBUG
 # --- Internationalisation --------------------------------------------------------------------------
 
 LANGUAGE_CODE = "en-us"
-TIME_ZONE = env_str("HERMES_TIME_ZONE", "UTC")
+TIME_ZONE = env("HERMES_TIME_ZONE")
 USE_I18N = False
 USE_TZ = True
 
@@ -248,146 +236,138 @@ USE_TZ = True
 # Readable text by default, one JSON object per line with HERMES_LOG_FORMAT=json. Every line
 # logged during a turn carries its correlation id and session id; secrets are redacted on every
 # handler (common/logs.py).
-HERMES_LOG_FORMAT = env_str("HERMES_LOG_FORMAT", "text").strip().lower() or "text"
-if HERMES_LOG_FORMAT not in LOG_FORMATS:
-    raise ImproperlyConfigured(f"HERMES_LOG_FORMAT must be one of {', '.join(LOG_FORMATS)}, not {HERMES_LOG_FORMAT!r}")
-HERMES_LOG_LEVEL = env_str("HERMES_LOG_LEVEL", "INFO").strip().upper() or "INFO"
+HERMES_LOG_FORMAT = env("HERMES_LOG_FORMAT")
+HERMES_LOG_LEVEL = env("HERMES_LOG_LEVEL").strip().upper() or "INFO"
 LOGGING = logging_config(log_format=HERMES_LOG_FORMAT, level=HERMES_LOG_LEVEL)
 
 # --- Hermes: the model -----------------------------------------------------------------------------
 
-ANTHROPIC_API_KEY = env_str("ANTHROPIC_API_KEY")
-ANTHROPIC_BASE_URL = env_str("ANTHROPIC_BASE_URL")
-HERMES_MODEL = env_str("HERMES_MODEL", "claude-sonnet-5")
+ANTHROPIC_API_KEY = env("ANTHROPIC_API_KEY")
+ANTHROPIC_BASE_URL = env("ANTHROPIC_BASE_URL")
+HERMES_MODEL = env("HERMES_MODEL")
 # The models an operator may pick for a session (control room, `/chat`'s `model`, `ask --model`).
 # HERMES_MODEL is always among them: it is what a session without a choice uses.
 HERMES_MODELS = tuple(
-    dict.fromkeys([HERMES_MODEL, *(name.strip() for name in env_str("HERMES_MODELS").split(",") if name.strip())])
+    dict.fromkeys([HERMES_MODEL, *(name.strip() for name in env("HERMES_MODELS").split(",") if name.strip())])
 )
 # Thinking: `adaptive` lets the model decide when and how much to think (a budget derived from the
 # effort on models that predate adaptive thinking); `off` sends no thinking setting, so the model's
 # default applies (no thinking, except on models that always think).
-HERMES_THINKING = env_str("HERMES_THINKING", "adaptive").strip().lower() or "adaptive"
-if HERMES_THINKING not in ("adaptive", "off"):
-    raise ImproperlyConfigured(f"HERMES_THINKING must be adaptive or off, not {HERMES_THINKING!r}")
-HERMES_EFFORT = env_str("HERMES_EFFORT", "high").strip().lower() or "high"
-if HERMES_EFFORT not in ("low", "medium", "high"):
-    raise ImproperlyConfigured(f"HERMES_EFFORT must be low, medium or high, not {HERMES_EFFORT!r}")
-HERMES_SOUL_PATH = env_str("HERMES_SOUL_PATH", str(BASE_DIR / "agent" / "SOUL.md"))
+HERMES_THINKING = env("HERMES_THINKING")
+HERMES_EFFORT = env("HERMES_EFFORT")
+HERMES_SOUL_PATH = env("HERMES_SOUL_PATH", str(BASE_DIR / "agent" / "SOUL.md"))
 
 # --- Hermes: the context window (agent/conversation/context.py) ----------------------------------------
 
 # Tokens of the model's context window; 0 takes the model family's (200,000 for Claude models). A
 # compatible server with a smaller window is learned from its first "prompt is too long" refusal.
-HERMES_CONTEXT_WINDOW = env_int("HERMES_CONTEXT_WINDOW", 0, minimum=0)
+HERMES_CONTEXT_WINDOW = env("HERMES_CONTEXT_WINDOW")
 # The share of the window a request may fill before the session is compacted first.
-HERMES_COMPACT_AT = env_float("HERMES_COMPACT_AT", 0.75, minimum=0.1)
+HERMES_COMPACT_AT = env("HERMES_COMPACT_AT")
 if HERMES_COMPACT_AT > 0.95:
     raise ImproperlyConfigured(f"HERMES_COMPACT_AT must be at most 0.95, not {HERMES_COMPACT_AT}")
 # The latest whole turns kept verbatim for the model when older ones are summarised.
-HERMES_COMPACT_KEEP_TURNS = env_int("HERMES_COMPACT_KEEP_TURNS", 2, minimum=0)
+HERMES_COMPACT_KEEP_TURNS = 2
 # Ask the API's token counting (`/v1/messages/count_tokens`) when a session nears the limit;
 # a server without it is asked once and then estimated for.
-HERMES_TOKEN_COUNTING = env_bool("HERMES_TOKEN_COUNTING", True)
+HERMES_TOKEN_COUNTING = True
 
 # --- Hermes: budgets of one turn -------------------------------------------------------------------
 
-HERMES_MAX_ITERATIONS = env_int("HERMES_MAX_ITERATIONS", 15, minimum=1)
+HERMES_MAX_ITERATIONS = env("HERMES_MAX_ITERATIONS")
 # Thinking counts toward it: room for the model to think and still answer in one response.
-HERMES_MAX_TOKENS = env_int("HERMES_MAX_TOKENS", 16_000, minimum=1)
-HERMES_TURN_TOKEN_BUDGET = env_int("HERMES_TURN_TOKEN_BUDGET", 400_000, minimum=1)
-HERMES_TURN_TIMEOUT = env_float("HERMES_TURN_TIMEOUT", 600.0, minimum=1.0)
+HERMES_MAX_TOKENS = env("HERMES_MAX_TOKENS")
+HERMES_TURN_TOKEN_BUDGET = env("HERMES_TURN_TOKEN_BUDGET")
+HERMES_TURN_TIMEOUT = env("HERMES_TURN_TIMEOUT")
 # How long an MCP server's question (elicitation) waits for an operator before Hermes cancels it.
 # The wait also ends before the tool call's own `timeout` (the call would fail anyway).
-HERMES_ELICITATION_TIMEOUT = env_float("HERMES_ELICITATION_TIMEOUT", 300.0, minimum=1.0)
-HERMES_TOOL_RESULT_MAX_CHARS = env_int("HERMES_TOOL_RESULT_MAX_CHARS", 20_000, minimum=200)
+HERMES_ELICITATION_TIMEOUT = 300.0
+HERMES_TOOL_RESULT_MAX_CHARS = env("HERMES_TOOL_RESULT_MAX_CHARS")
 # What the ledger stores of one tool result: its text, once, up to this many characters (head and
 # tail, with a marker saying how much was cut). 2 million is 100 times what the model is shown, more
 # than any log or snapshot an operator reads in a browser, and keeps a row (and the memory a turn
 # needs to write it) in single megabytes however much a tool answers.
-HERMES_LEDGER_RESULT_MAX_CHARS = env_int("HERMES_LEDGER_RESULT_MAX_CHARS", 2_000_000, minimum=10_000)
+HERMES_LEDGER_RESULT_MAX_CHARS = 2_000_000
 
 # Seconds a model call may go without a stream event (pings do not count); the turn's own time
 # limit bounds every call overall.
-HERMES_LLM_TIMEOUT = env_float("HERMES_LLM_TIMEOUT", 120.0, minimum=1.0)
+HERMES_LLM_TIMEOUT = env("HERMES_LLM_TIMEOUT")
 # Retries of a model call that failed before it said anything (drop, overload, 5xx), within the turn's time.
-HERMES_LLM_RETRIES = env_int("HERMES_LLM_RETRIES", 2, minimum=0)
-HERMES_MAX_MESSAGE_CHARS = env_int("HERMES_MAX_MESSAGE_CHARS", 32_000, minimum=1)
+HERMES_LLM_RETRIES = 2
+HERMES_MAX_MESSAGE_CHARS = env("HERMES_MAX_MESSAGE_CHARS")
 # A running turn whose heartbeat is older than this belongs to a process that died.
-HERMES_TURN_STALE_SECONDS = env_float("HERMES_TURN_STALE_SECONDS", 90.0, minimum=1.0)
+HERMES_TURN_STALE_SECONDS = env("HERMES_TURN_STALE_SECONDS")
 
 # --- Hermes: tools (MCP) ---------------------------------------------------------------------------
 
-HERMES_MCP_CONFIG = env_str("HERMES_MCP_CONFIG")
-OIKOS_MCP_URL = env_str("OIKOS_MCP_URL")
-OIKOS_MCP_TOKEN = env_str("OIKOS_MCP_TOKEN")
-HERMES_MCP_TIMEOUT = env_float("HERMES_MCP_TIMEOUT", 180.0, minimum=1.0)
+HERMES_MCP_CONFIG = env("HERMES_MCP_CONFIG")
+OIKOS_MCP_URL = env("OIKOS_MCP_URL")
+OIKOS_MCP_TOKEN = env("OIKOS_MCP_TOKEN")
+HERMES_MCP_TIMEOUT = env("HERMES_MCP_TIMEOUT")
 # The MCP server that is Oikos: the only one whose `request_execution` raises approval cards, and the
 # one held to the Oikos tool allowlist (see agent.tools.policy). Without a config file it is the
 # server made from OIKOS_MCP_URL.
-HERMES_OIKOS_SERVER = env_str("HERMES_OIKOS_SERVER").strip() or "oikos"
+HERMES_OIKOS_SERVER = env("HERMES_OIKOS_SERVER").strip() or "oikos"
 # Globs added to every MCP server's denylist of decision tools (comma-separated, any spelling:
 # `*grant*approval*` also matches `grantApproval`); the built-in patterns always apply.
-HERMES_MCP_TOOLS_DENY = env_list("HERMES_MCP_TOOLS_DENY")
+HERMES_MCP_TOOLS_DENY = env("HERMES_MCP_TOOLS_DENY")
 
 # --- Oikos REST (control room, approvals, events) --------------------------------------------------
 
 # The REST side of Oikos (health, approvals, executions, the event stream). When unset it is derived
 # from OIKOS_MCP_URL: the same server, `/mcp` replaced by `/api/v1` (see oikos.client).
-OIKOS_API_URL = env_str("OIKOS_API_URL")
+OIKOS_API_URL = env("OIKOS_API_URL")
 # The control room's own bearer (an operator-side service identity, never the agent's MCP token).
-OIKOS_API_TOKEN = env_str("OIKOS_API_TOKEN")
+OIKOS_API_TOKEN = env("OIKOS_API_TOKEN")
 # Oikos's own ledger page; `{correlation_id}` in it is replaced, otherwise `?correlation_id=` is added.
-OIKOS_LEDGER_URL = env_str("OIKOS_LEDGER_URL")
-OIKOS_API_TIMEOUT = env_float("OIKOS_API_TIMEOUT", 10.0, minimum=0.5)
+OIKOS_LEDGER_URL = env("OIKOS_LEDGER_URL")
+OIKOS_API_TIMEOUT = 10.0
 # Approval cards: how long what Oikos said about a card's target (blast radius, recent executions)
 # is reused before asking again, and how long one fetch may take before the card says "unavailable".
-HERMES_CARD_CONTEXT_TTL = env_float("HERMES_CARD_CONTEXT_TTL", 60.0, minimum=0.0)
-HERMES_CARD_CONTEXT_TIMEOUT = env_float("HERMES_CARD_CONTEXT_TIMEOUT", 2.0, minimum=0.1)
+HERMES_CARD_CONTEXT_TTL = 60.0
+HERMES_CARD_CONTEXT_TIMEOUT = 2.0
 
 # --- HTTP API --------------------------------------------------------------------------------------
 
 # Behind a proxy that maps e.g. `/agent/*` to Hermes (stripping the prefix or not), every link
 # Hermes builds must carry the prefix while routes still match the path without it.
-HERMES_URL_PREFIX = env_path_prefix("HERMES_URL_PREFIX")
+HERMES_URL_PREFIX = env("HERMES_URL_PREFIX")
 FORCE_SCRIPT_NAME = HERMES_URL_PREFIX or None
 STATIC_URL = f"{HERMES_URL_PREFIX}/static/"
 # Request bodies and websocket messages larger than this are refused (413, close 4009) at the ASGI edge.
-HERMES_MAX_REQUEST_BYTES = env_int("HERMES_MAX_REQUEST_BYTES", 256 * 1024, minimum=1024)
-# Deeper JSON is refused (400) before it is parsed: nothing Hermes accepts nests this deep.
-HERMES_MAX_JSON_DEPTH = env_int("HERMES_MAX_JSON_DEPTH", 32, minimum=2)
+HERMES_MAX_REQUEST_BYTES = env("HERMES_MAX_REQUEST_BYTES")
 # A `/chat` stream silent for this long gets an SSE comment, so proxies keep it open during slow tools.
-HERMES_SSE_KEEPALIVE = env_float("HERMES_SSE_KEEPALIVE", 15.0, minimum=0.05)
+HERMES_SSE_KEEPALIVE = env("HERMES_SSE_KEEPALIVE")
 
 # --- Access control --------------------------------------------------------------------------------
 
 # Who is asking. `local`: everyone on the allowed networks acts as HERMES_LOCAL_OPERATOR (development);
 # `proxy`: the operator named by the sign-in proxy's X-Authentik-* headers, believed only from
 # HERMES_TRUSTED_PROXY_CIDRS; `django`: Django's own login. HERMES_TRUSTED_PROXY=true selects `proxy`.
-HERMES_AUTH = env_choice("HERMES_AUTH", "local", ("local", "proxy", "django"))
-if env_bool("HERMES_TRUSTED_PROXY", False):
-    if env_str("HERMES_AUTH") and HERMES_AUTH != "proxy":
+HERMES_AUTH = env("HERMES_AUTH")
+if env("HERMES_TRUSTED_PROXY"):
+    if env_set("HERMES_AUTH") and HERMES_AUTH != "proxy":
         raise ImproperlyConfigured(f"HERMES_TRUSTED_PROXY=true selects HERMES_AUTH=proxy, not {HERMES_AUTH!r}")
     HERMES_AUTH = "proxy"
-HERMES_LOCAL_OPERATOR = env_str("HERMES_LOCAL_OPERATOR", "operator").strip()
+HERMES_LOCAL_OPERATOR = env("HERMES_LOCAL_OPERATOR").strip()
 if not re.fullmatch(r"[\w.@+-]{1,150}", HERMES_LOCAL_OPERATOR):
     raise ImproperlyConfigured(
         f"HERMES_LOCAL_OPERATOR must be a user name (letters, digits and . @ + - _), not {HERMES_LOCAL_OPERATOR!r}"
     )
-HERMES_TRUSTED_PROXY_CIDRS = env_cidrs("HERMES_TRUSTED_PROXY_CIDRS", [])
+HERMES_TRUSTED_PROXY_CIDRS = env("HERMES_TRUSTED_PROXY_CIDRS")
 if HERMES_AUTH == "proxy" and not HERMES_TRUSTED_PROXY_CIDRS:
     raise ImproperlyConfigured(
         "HERMES_AUTH=proxy needs HERMES_TRUSTED_PROXY_CIDRS: the address(es) of the proxy whose X-Authentik-* "
         "headers Hermes may believe, e.g. 172.20.0.0/16 for a compose network"
     )
 # Proxy users in any of these groups (X-Authentik-Groups, `|`-separated) get the admin.
-HERMES_STAFF_GROUPS = env_list("HERMES_STAFF_GROUPS", [])
+HERMES_STAFF_GROUPS = env("HERMES_STAFF_GROUPS")
 # mesh_only: connections from anywhere else are refused before anything runs. The trusted proxies
 # are always allowed as well.
-HERMES_ALLOWED_CIDRS = env_cidrs("HERMES_ALLOWED_CIDRS", ["127.0.0.0/8", "::1/128", "100.64.0.0/10"])
+HERMES_ALLOWED_CIDRS = env("HERMES_ALLOWED_CIDRS")
 # The address Daphne is told to listen on (`daphne -b $HERMES_BIND`): Django cannot see the socket,
 # and `local` mode beyond loopback deserves a loud warning at start-up.
-HERMES_BIND = env_str("HERMES_BIND", "").strip()
+HERMES_BIND = env("HERMES_BIND").strip()
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "controlroom:home"
@@ -402,10 +382,10 @@ SECURE_SSL_REDIRECT = PRODUCTION
 # the URL prefix, as a proxy may forward it).
 _PREFIX_PATTERN = f"(?:{re.escape(HERMES_URL_PREFIX.strip('/'))}/)?" if HERMES_URL_PREFIX else ""
 SECURE_REDIRECT_EXEMPT = [rf"^{_PREFIX_PATTERN}healthz$", rf"^{_PREFIX_PATTERN}metrics$"]
-SECURE_HSTS_SECONDS = env_int("HERMES_HSTS_SECONDS", 31_536_000 if PRODUCTION else 0, minimum=0)
+SECURE_HSTS_SECONDS = env("HERMES_HSTS_SECONDS", 31_536_000 if PRODUCTION else 0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = SECURE_HSTS_SECONDS > 0
 # `preload` only permits submitting the domain to browsers' preload lists; it submits nothing.
-SECURE_HSTS_PRELOAD = env_bool("HERMES_HSTS_PRELOAD", SECURE_HSTS_SECONDS > 0)
+SECURE_HSTS_PRELOAD = SECURE_HSTS_SECONDS > 0
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
@@ -423,66 +403,60 @@ CONTENT_SECURITY_POLICY = (
 # --- Agent interop (MCP server, A2A) ---------------------------------------------------------------
 
 # Serve the A2A endpoints (A2A 1.0 and the GarraIA dialect) from the ASGI app.
-HERMES_A2A_SERVE = env_bool("HERMES_A2A_SERVE", True)
-HERMES_A2A_NAME = env_str("HERMES_A2A_NAME", "hermes")
+HERMES_A2A_SERVE = env("HERMES_A2A_SERVE")
+HERMES_A2A_NAME = env("HERMES_A2A_NAME")
 # The base URL peers reach this Hermes at, for the agent cards (e.g. behind a proxy); by default
 # it is built from each card request's Host (one of ALLOWED_HOSTS: the edge refuses any other).
-HERMES_A2A_PUBLIC_URL = env_str("HERMES_A2A_PUBLIC_URL")
+HERMES_A2A_PUBLIC_URL = env("HERMES_A2A_PUBLIC_URL")
 # Stock GarraIA sends no Authorization header. When true, the GarraIA-dialect routes accept calls
 # without a token, but only from a loopback address, as the peer named below.
-HERMES_A2A_GARRAIA_LOOPBACK_NO_TOKEN = env_bool("HERMES_A2A_GARRAIA_LOOPBACK_NO_TOKEN", False)
-HERMES_A2A_GARRAIA_LOOPBACK_PEER = env_str("HERMES_A2A_GARRAIA_LOOPBACK_PEER", "garraia")
-HERMES_A2A_MAX_BODY_BYTES = env_int("HERMES_A2A_MAX_BODY_BYTES", 256 * 1024, minimum=1024)
+HERMES_A2A_GARRAIA_LOOPBACK_NO_TOKEN = env("HERMES_A2A_GARRAIA_LOOPBACK_NO_TOKEN")
+HERMES_A2A_GARRAIA_LOOPBACK_PEER = env("HERMES_A2A_GARRAIA_LOOPBACK_PEER")
+HERMES_A2A_MAX_BODY_BYTES = env("HERMES_A2A_MAX_BODY_BYTES")
 # Turns one inbound conversation (a GarraIA task id, an A2A contextId) may run.
-HERMES_A2A_SERVER_MAX_TURNS = env_int("HERMES_A2A_SERVER_MAX_TURNS", 20, minimum=1)
+HERMES_A2A_SERVER_MAX_TURNS = env("HERMES_A2A_SERVER_MAX_TURNS")
 # Wall-clock limit of a turn a peer asked for; GarraIA's client gives up after 120 s.
-HERMES_A2A_SERVER_TURN_TIMEOUT = env_float("HERMES_A2A_SERVER_TURN_TIMEOUT", 110.0, minimum=1.0)
+HERMES_A2A_SERVER_TURN_TIMEOUT = env("HERMES_A2A_SERVER_TURN_TIMEOUT")
 # Rate windows: turns one peer may start here, and messages Hermes may send one peer, per window.
-HERMES_A2A_RATE_WINDOW = env_float("HERMES_A2A_RATE_WINDOW", 60.0, minimum=1.0)
-HERMES_A2A_RATE_LIMIT = env_int("HERMES_A2A_RATE_LIMIT", 30, minimum=1)
-HERMES_A2A_SEND_RATE_LIMIT = env_int("HERMES_A2A_SEND_RATE_LIMIT", 10, minimum=1)
+HERMES_A2A_RATE_WINDOW = env("HERMES_A2A_RATE_WINDOW")
+HERMES_A2A_RATE_LIMIT = env("HERMES_A2A_RATE_LIMIT")
+HERMES_A2A_SEND_RATE_LIMIT = 10
 # How much of one peer the interop tables keep: its newest messages each way (exchanges) and its
 # newest A2A tasks. Older finished ones are deleted as new ones arrive, so a peer within its rate
 # limit still cannot grow the database without bound (the Hermes sessions keep the transcript).
-HERMES_A2A_PEER_KEEP = env_int("HERMES_A2A_PEER_KEEP", 500, minimum=50)
+HERMES_A2A_PEER_KEEP = 500
 # The peers Hermes may talk to (`a2a_send`, `a2a_talk`); without it, `a2a_send` is not offered.
-HERMES_A2A_PEERS = env_str("HERMES_A2A_PEERS")
-# Defaults of a peer entry, and the rules that end an outbound conversation.
-HERMES_A2A_MAX_TURNS = env_int("HERMES_A2A_MAX_TURNS", 8, minimum=1)
-HERMES_A2A_TIMEOUT = env_float("HERMES_A2A_TIMEOUT", 120.0, minimum=1.0)
-HERMES_A2A_MAX_CHARS = env_int("HERMES_A2A_MAX_CHARS", 8000, minimum=100)
-HERMES_A2A_STOP_MARKER = env_str("HERMES_A2A_STOP_MARKER").strip() or "<<END>>"
-HERMES_A2A_CONVERSATION_SECONDS = env_float("HERMES_A2A_CONVERSATION_SECONDS", 1800.0, minimum=1.0)
+HERMES_A2A_PEERS = env("HERMES_A2A_PEERS")
 
 # --- Observability ---------------------------------------------------------------------------------
 
 # Names of further environment variables whose values are secrets, comma-separated (e.g.
 # "GARRA_TOKEN,NOTES_API_KEY"): they are redacted from logs like the API key and MCP tokens.
-HERMES_REDACT = env_list("HERMES_REDACT")
+HERMES_REDACT = env("HERMES_REDACT")
 
 # --- Hermes: daily token budgets (agent/budget.py) -------------------------------------------------
 
 # Tokens (input + output + cache read + cache write) all turns may spend per day; 0 = unlimited.
 # Past it, interactive turns are refused before anything is stored or sent to the model.
-HERMES_DAILY_TOKEN_BUDGET = env_int("HERMES_DAILY_TOKEN_BUDGET", 0, minimum=0)
+HERMES_DAILY_TOKEN_BUDGET = env("HERMES_DAILY_TOKEN_BUDGET")
 # Tokens investigations (sessions of origin `signal`) may spend per day; 0 = unlimited. They count
 # against the daily budget above too.
-HERMES_INVESTIGATION_DAILY_TOKEN_BUDGET = env_int("HERMES_INVESTIGATION_DAILY_TOKEN_BUDGET", 0, minimum=0)
+HERMES_INVESTIGATION_DAILY_TOKEN_BUDGET = env("HERMES_INVESTIGATION_DAILY_TOKEN_BUDGET")
 # The share of the daily budget kept back for operators' questions and investigations of critical
 # signals: peers and other investigations stop before it (agent/budget.py `turn_admit`).
-HERMES_BUDGET_RESERVE_SHARE = env_float("HERMES_BUDGET_RESERVE_SHARE", 0.2, minimum=0.0)
+HERMES_BUDGET_RESERVE_SHARE = env("HERMES_BUDGET_RESERVE_SHARE")
 # The share of the daily budget one peer (A2A or `mcp_serve`) may spend per day, unless its entry in
 # the peers file sets `budget_share`.
-HERMES_PEER_BUDGET_SHARE = env_float("HERMES_PEER_BUDGET_SHARE", 0.1, minimum=0.0)
+HERMES_PEER_BUDGET_SHARE = env("HERMES_PEER_BUDGET_SHARE")
 if HERMES_BUDGET_RESERVE_SHARE > 1 or HERMES_PEER_BUDGET_SHARE > 1:
     raise ImproperlyConfigured(
         "HERMES_BUDGET_RESERVE_SHARE and HERMES_PEER_BUDGET_SHARE are shares of the daily budget, between 0 and 1"
     )
 # The time zone whose midnight starts a budget day (an IANA name); UTC by default.
-HERMES_BUDGET_TIMEZONE = env_str("HERMES_BUDGET_TIMEZONE", "UTC").strip() or "UTC"
+HERMES_BUDGET_TIMEZONE = env("HERMES_BUDGET_TIMEZONE").strip() or "UTC"
 # Per-model prices in USD per million tokens, JSON, merged over the bundled defaults: keys are model
 # ids or id prefixes (the longest match wins), values {"input", "output", "cache_read", "cache_write"}.
-HERMES_MODEL_PRICES = env_str("HERMES_MODEL_PRICES")
+HERMES_MODEL_PRICES = env("HERMES_MODEL_PRICES")
 try:
     zoneinfo.ZoneInfo(HERMES_BUDGET_TIMEZONE)
 except (zoneinfo.ZoneInfoNotFoundError, ValueError):
@@ -492,41 +466,31 @@ except (zoneinfo.ZoneInfoNotFoundError, ValueError):
 
 # --- Proactive investigations (`manage.py watch`, watch/) -----------------------------------------
 
-# Which Oikos events open an investigation (watch/policy.py; README "Proactive investigations").
-HERMES_WATCH_KINDS = env_list("HERMES_WATCH_KINDS", ["signal.fired", "entity.health_changed", "execution.failed"])
-HERMES_WATCH_MIN_SEVERITY = env_choice("HERMES_WATCH_MIN_SEVERITY", "warning", ("info", "warning", "critical"))
-# Entity globs (`service:*`, `lxc:10?`): only these, then none of these.
-HERMES_WATCH_INCLUDE = env_list("HERMES_WATCH_INCLUDE")
-HERMES_WATCH_EXCLUDE = env_list("HERMES_WATCH_EXCLUDE")
-# The same entity and kind again within this many seconds is counted on the open investigation.
-HERMES_WATCH_COOLDOWN_SECONDS = env_float("HERMES_WATCH_COOLDOWN_SECONDS", 1800.0, minimum=0.0)
-# At most this many investigations per hour; past it, one storm investigation summarises the rest.
-HERMES_WATCH_HOURLY_CAP = env_int("HERMES_WATCH_HOURLY_CAP", 6, minimum=1)
-# A JSON file with any of the keys kinds, min_severity, include, exclude, cooldown_seconds,
-# hourly_cap: it overrides the variables above (read when the watcher starts).
-HERMES_WATCH_POLICY_FILE = env_str("HERMES_WATCH_POLICY_FILE")
+# Which Oikos events open an investigation: a JSON file with any of the keys kinds, min_severity,
+# include, exclude, cooldown_seconds, hourly_cap; an absent key keeps its default (watch/policy.py,
+# read when the watcher starts).
+HERMES_WATCH_POLICY_FILE = env("HERMES_WATCH_POLICY_FILE")
 # A watcher starting on an empty database (no stored position) and Oikos's backlog: `skip` records
 # the events raised before it started without investigating them (start from now); `replay`
-# investigates those raised within HERMES_WATCH_BACKLOG_MAX_AGE_SECONDS before it started.
-HERMES_WATCH_BACKLOG = env_choice("HERMES_WATCH_BACKLOG", "skip", ("skip", "replay"))
-HERMES_WATCH_BACKLOG_MAX_AGE_SECONDS = env_float("HERMES_WATCH_BACKLOG_MAX_AGE_SECONDS", 3600.0, minimum=0.0)
+# investigates the recent ones (watch/watcher.py).
+HERMES_WATCH_BACKLOG = env("HERMES_WATCH_BACKLOG")
 # Investigations are read-only unless this is true: then `request_execution` is offered, and
 # what it requests still waits for an operator's approval in Oikos.
-HERMES_INVESTIGATIONS_MAY_PROPOSE = env_bool("HERMES_INVESTIGATIONS_MAY_PROPOSE", False)
+HERMES_INVESTIGATIONS_MAY_PROPOSE = env("HERMES_INVESTIGATIONS_MAY_PROPOSE")
 
 # --- Matrix bridge (`manage.py matrix_bridge`, matrix/) ---------------------------------------------
 
 # The homeserver's client API base URL (https://matrix.example.net) and the bot's account: its user
 # id and an access token (README "Matrix bridge" says how to get one). All three, or the bridge is off.
-HERMES_MATRIX_HOMESERVER = env_str("HERMES_MATRIX_HOMESERVER").rstrip("/")
-HERMES_MATRIX_USER_ID = env_str("HERMES_MATRIX_USER_ID")
-HERMES_MATRIX_ACCESS_TOKEN = env_str("HERMES_MATRIX_ACCESS_TOKEN")
+HERMES_MATRIX_HOMESERVER = env("HERMES_MATRIX_HOMESERVER").rstrip("/")
+HERMES_MATRIX_USER_ID = env("HERMES_MATRIX_USER_ID")
+HERMES_MATRIX_ACCESS_TOKEN = env("HERMES_MATRIX_ACCESS_TOKEN")
 # The rooms the bridge serves, by room id (`!abc:example.net`); every other room is ignored.
-HERMES_MATRIX_ROOMS = env_list("HERMES_MATRIX_ROOMS")
+HERMES_MATRIX_ROOMS = env("HERMES_MATRIX_ROOMS")
 # Who may ask and decide: `@alice:example.net=alice,@bob:example.net=bob` (Matrix user = operator name).
-HERMES_MATRIX_OPERATORS = env_str("HERMES_MATRIX_OPERATORS")
+HERMES_MATRIX_OPERATORS = env("HERMES_MATRIX_OPERATORS")
 # Where the watcher's investigations are posted, each as a thread operators reply in (a room id,
 # served like those of HERMES_MATRIX_ROOMS); empty: escalations stay in the control room.
-HERMES_MATRIX_ESCALATION_ROOM = env_str("HERMES_MATRIX_ESCALATION_ROOM")
+HERMES_MATRIX_ESCALATION_ROOM = env("HERMES_MATRIX_ESCALATION_ROOM")
 # At most one edit of a streaming answer per this many seconds (the homeserver's rate limit still rules).
-HERMES_MATRIX_EDIT_SECONDS = env_float("HERMES_MATRIX_EDIT_SECONDS", 1.5, minimum=0.0)
+HERMES_MATRIX_EDIT_SECONDS = env("HERMES_MATRIX_EDIT_SECONDS")

@@ -18,14 +18,16 @@ import uuid
 from dataclasses import dataclass
 
 from channels.db import database_sync_to_async
-from django.conf import settings
 
 from interop import services
 from interop.client import TERMINAL_STATES, PeerCallError, PeerRefused, Resolver, peer_send
+from interop.config import A2AConfig
 from interop.peers import Peer, PeerBook
 
 # Grace on top of the per-turn timeout for the transport's own connect/read limits to fire first.
 _TIMEOUT_GRACE = 5.0
+# Wall-clock budget of one outbound conversation, however many turns it has left.
+CONVERSATION_SECONDS = 1800.0
 
 
 class SendRefusal(Exception):
@@ -57,8 +59,8 @@ class SendResult:
     duration_ms: int
 
 
-def stop_marker_in(text: str) -> bool:
-    return settings.HERMES_A2A_STOP_MARKER in text
+def stop_marker_in(text: str, peer: Peer) -> bool:
+    return peer.stop_marker in text
 
 
 def replies_same(a: str, b: str) -> bool:
@@ -93,16 +95,17 @@ async def conversation_send(
             f"the message has {len(text):,} characters; {peer.name} takes at most {peer.max_chars:,}",
             peer=peer.name,
         )
+    config = A2AConfig.from_settings()
     try:
         begun = await database_sync_to_async(services.outbound_exchange_begin)(
             peer=peer.name,
             thread_id=thread_id or None,
             message=text,
             max_turns=peer.max_turns,
-            rate_limit=settings.HERMES_A2A_SEND_RATE_LIMIT,
-            window=settings.HERMES_A2A_RATE_WINDOW,
-            budget=settings.HERMES_A2A_CONVERSATION_SECONDS,
-            keep=settings.HERMES_A2A_PEER_KEEP,
+            rate_limit=config.send_rate_limit,
+            window=config.rate_window,
+            budget=CONVERSATION_SECONDS,
+            keep=config.peer_keep,
         )
     except services.ConversationRefused as refused:
         raise SendRefusal(refused.code, refused.message, peer=peer.name) from None
@@ -125,7 +128,7 @@ async def conversation_send(
         )
         raise
     capped, truncated = reply_cap(reply.text or "", peer.max_chars)
-    stop_reason = _stop_reason(reply.text, reply.state, begun.previous_reply, begun.turns + 1, peer.max_turns)
+    stop_reason = _stop_reason(reply.text, reply.state, begun.previous_reply, begun.turns + 1, peer)
     thread = reply.thread_id or thread_id or uuid.uuid4().hex
     conversation_id, turn = await database_sync_to_async(services.outbound_exchange_record)(
         exchange_id=begun.exchange_id,
@@ -172,14 +175,14 @@ def _peer_pick(peers: PeerBook, target: str, origin_peer: str | None) -> Peer:
     return peer
 
 
-def _stop_reason(text: str, state: str, previous: str, turn: int, max_turns: int) -> str:
+def _stop_reason(text: str, state: str, previous: str, turn: int, peer: Peer) -> str:
     if state in TERMINAL_STATES:
         return "remote_state"
-    if stop_marker_in(text):
+    if stop_marker_in(text, peer):
         return "stop_marker"
     if previous and replies_same(text, previous):
         return "no_progress"
-    if turn >= max_turns:
+    if turn >= peer.max_turns:
         return "turn_cap"
     return ""
 

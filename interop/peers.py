@@ -10,8 +10,9 @@
 to for that peer (the allowlist is exactly the set of these origins). `dialect` is `a2a` (A2A 1.0),
 `garraia` (GarraIA's REST dialect) or `auto` (read from the peer's agent cards on first use).
 `token` is the bearer the peer issued to Hermes (optional: stock GarraIA checks none). `${VAR}` and
-`${VAR:-default}` expand as in the `mcpServers` file. `max_turns`, `timeout` (seconds per turn) and
-`max_chars` (per message, both ways) default to the `HERMES_A2A_*` settings. `may_propose` (default
+`${VAR:-default}` expand as in the `mcpServers` file. `max_turns` (8), `timeout` (seconds per turn,
+120), `max_chars` (per message, both ways, 8000) and `stop_marker` (the agreed text that ends a
+conversation, `<<END>>`) take these defaults when left out. `may_propose` (default
 false): a turn started by this peer's message may propose an execution, which waits in Hermes for an
 operator's approval; without it the peer's turns only read (`agent.tools.provenance`).
 
@@ -33,16 +34,27 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from django.conf import settings
-
 from agent.budget import PeerAllowance
 from agent.tools.config import MCPConfigError, config_file_read, config_value_expand
+from interop.config import A2AConfig
 
 Dialect = Literal["a2a", "garraia", "auto"]
 DIALECTS: tuple[Dialect, ...] = ("a2a", "garraia", "auto")
 
 PEER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-_FIELDS = {"url", "dialect", "token", "max_turns", "timeout", "max_chars", "budget_share", "rate_limit", "may_propose"}
+_FIELDS = {
+    "url",
+    "dialect",
+    "token",
+    "max_turns",
+    "timeout",
+    "max_chars",
+    "stop_marker",
+    "budget_share",
+    "rate_limit",
+    "may_propose",
+}
+STOP_MARKER = "<<END>>"
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 logger = logging.getLogger(__name__)
@@ -62,6 +74,7 @@ class Peer:
     max_turns: int = 8
     timeout: float = 120.0
     max_chars: int = 8000
+    stop_marker: str = STOP_MARKER
     # Of the daily token budget, per day; None: `HERMES_PEER_BUDGET_SHARE`.
     budget_share: float | None = None
     # Questions per `HERMES_A2A_RATE_WINDOW`; None: `HERMES_A2A_RATE_LIMIT`.
@@ -142,11 +155,12 @@ def peer_allowance(name: str, *, rate_counted_here: bool) -> PeerAllowance:
     rather than the A2A server's exchanges."""
     entry = _entry(name)
     share = entry.budget_share if entry is not None else None
+    config = A2AConfig.from_settings()
     return PeerAllowance(
         name=name,
-        share=settings.HERMES_PEER_BUDGET_SHARE if share is None else share,
+        share=config.peer_budget_share if share is None else share,
         rate_limit=peer_rate_limit(name) if rate_counted_here else None,
-        window=settings.HERMES_A2A_RATE_WINDOW,
+        window=config.rate_window,
     )
 
 
@@ -154,7 +168,7 @@ def peer_rate_limit(name: str) -> int:
     """Questions the peer `name` may ask per `HERMES_A2A_RATE_WINDOW`."""
     entry = _entry(name)
     rate = entry.rate_limit if entry is not None else None
-    return settings.HERMES_A2A_RATE_LIMIT if rate is None else rate
+    return A2AConfig.from_settings().rate_limit if rate is None else rate
 
 
 def _entry(name: str) -> Peer | None:
@@ -169,9 +183,10 @@ def _entry(name: str) -> Peer | None:
 
 def peers_from_settings() -> PeerBook:
     """The peers of `HERMES_A2A_PEERS` (none when unset). Raises `PeersConfigError`."""
-    if not settings.HERMES_A2A_PEERS:
+    path = A2AConfig.from_settings().peers_path
+    if not path:
         return PeerBook()
-    return peers_load(Path(settings.HERMES_A2A_PEERS))
+    return peers_load(Path(path))
 
 
 def peer_may_propose(name: str) -> bool:
@@ -230,15 +245,19 @@ def _peer_parse(name: str, entry: dict[str, Any], where: str, environ: Mapping[s
     token = entry.get("token", "")
     if not isinstance(token, str):
         raise PeersConfigError(f'{where}: "token" must be a string')
+    stop_marker = entry.get("stop_marker", STOP_MARKER)
+    if not isinstance(stop_marker, str) or not stop_marker.strip():
+        raise PeersConfigError(f'{where}: "stop_marker" must be a non-empty string')
     return Peer(
         name=name,
         url=origin + parts.path.rstrip("/"),
         origin=origin,
         dialect=dialect,
         token=token.strip(),
-        max_turns=_number(entry, "max_turns", int, settings.HERMES_A2A_MAX_TURNS, where),
-        timeout=float(_number(entry, "timeout", (int, float), settings.HERMES_A2A_TIMEOUT, where)),
-        max_chars=_number(entry, "max_chars", int, settings.HERMES_A2A_MAX_CHARS, where),
+        max_turns=_number(entry, "max_turns", int, Peer.max_turns, where),
+        timeout=float(_number(entry, "timeout", (int, float), Peer.timeout, where)),
+        max_chars=_number(entry, "max_chars", int, Peer.max_chars, where),
+        stop_marker=stop_marker.strip(),
         budget_share=_share(entry, where),
         rate_limit=_number(entry, "rate_limit", int, None, where) if "rate_limit" in entry else None,
         may_propose=may_propose,

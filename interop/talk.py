@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 from channels.db import database_sync_to_async
-from django.conf import settings
 from django.utils import timezone
 
 from agent.engine.runner import TurnHandle, turn_start
@@ -100,7 +99,7 @@ class Talk:
             raise
 
     async def _talk(self, opening: str) -> TalkOutcome:
-        message = opening.strip() + OPENING_NOTE.format(marker=settings.HERMES_A2A_STOP_MARKER)
+        message = opening.strip() + OPENING_NOTE.format(marker=self.peer.stop_marker)
         if len(message) > self.peer.max_chars:
             raise TalkFailed(
                 f"the opening has {len(message):,} characters with the protocol note; {self.peer.name} takes at most "
@@ -161,7 +160,7 @@ class Talk:
             f"operator.{opened} Your reply will be sent to {self.peer.name} as message {self.outcome.turns + 1} of "
             f"at most {self.max_turns}. Reply in plain text, under {self.peer.max_chars:,} characters. When the "
             "conversation has reached its goal, or nothing useful is left to say, end your reply with "
-            f"{settings.HERMES_A2A_STOP_MARKER}.]"
+            f"{self.peer.stop_marker}.]"
         )
         return header + "\n\n" + untrusted_wrap(result.reply or "(no text)", source=self.peer.name)
 
@@ -175,7 +174,7 @@ class Talk:
         return header + "\n\n" + untrusted_wrap(result.reply or "(no text)", source=self.peer.name)
 
     def _own_stop(self, answer: str) -> str:
-        if stop_marker_in(answer):
+        if stop_marker_in(answer, self.peer):
             return "stop_marker"
         if self._last_answer and replies_same(answer, self._last_answer):
             return "no_progress"

@@ -23,13 +23,13 @@ import uuid
 from typing import Any
 
 from channels.db import database_sync_to_async
-from django.conf import settings
 
 from agent.engine.runner import TurnRejected, turn_start
 from agent.live import turn_registry
 from agent.models import Activity, Message, Turn
 from agent.tools.hub import ToolHub
 from watch import services
+from watch.config import WatchConfig
 from watch.models import Investigation
 
 logger = logging.getLogger(__name__)
@@ -73,7 +73,7 @@ def investigation_brief(investigation: Investigation) -> str:
         " recent logs and executions. "
         + (
             "You may propose an execution with request_execution; it runs only if an operator approves it."
-            if settings.HERMES_INVESTIGATIONS_MAY_PROPOSE
+            if WatchConfig.from_settings().may_propose
             else "Do not try to change anything: suggest the next step instead."
         ),
         "End your answer with a section `## Escalation` of exactly these lines:",
@@ -180,7 +180,7 @@ async def investigation_run(
     skipped with the reason, and no model call was made).
     """
     investigation = await database_sync_to_async(Investigation.objects.get)(pk=investigation_id)
-    propose = settings.HERMES_INVESTIGATIONS_MAY_PROPOSE if may_propose is None else may_propose
+    propose = WatchConfig.from_settings().may_propose if may_propose is None else may_propose
     started = time.monotonic()
     try:
         handle = await turn_start(

@@ -2,8 +2,8 @@
 
 Defaults (an operator woken at night wants these and little else): a fired signal of severity
 warning or worse, an entity whose health turns degraded or down, a failed execution. Configurable
-by kinds, minimum severity and entity include/exclude globs, from settings (env) or a JSON file
-named by `HERMES_WATCH_POLICY_FILE`, e.g.
+by kinds, minimum severity and entity include/exclude globs, in a JSON file named by
+`HERMES_WATCH_POLICY_FILE` (a key it leaves out keeps its default), e.g.
 
     {"kinds": ["signal.fired", "entity.health_changed"], "min_severity": "critical",
      "include": ["service:*"], "exclude": ["service:jellyfin"], "cooldown_seconds": 900,
@@ -21,11 +21,13 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
-from django.conf import settings
+from watch.config import WatchConfig
 
 SEVERITIES = ("info", "warning", "critical")
 HEALTH_SEVERITY = {"degraded": "warning", "down": "critical", "failing": "critical", "critical": "critical"}
 HEALTHY = "healthy"
+DEFAULT_KINDS = frozenset({"signal.fired", "entity.health_changed", "execution.failed"})
+_KEYS = {"kinds", "min_severity", "include", "exclude", "cooldown_seconds", "hourly_cap"}
 
 
 class PolicyFileError(Exception):
@@ -45,34 +47,38 @@ class Trigger:
 
 @dataclass(frozen=True)
 class TriggerPolicy:
-    kinds: frozenset[str]
-    min_severity: str
+    kinds: frozenset[str] = DEFAULT_KINDS
+    min_severity: str = "warning"
+    # Entity globs (`service:*`, `lxc:10?`): only these, then none of these.
     include: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
+    # The same entity and kind again within this many seconds is counted on the open investigation.
     cooldown_seconds: float = 1800.0
+    # At most this many investigations per hour; past it, one storm investigation summarises the rest.
     hourly_cap: int = 6
 
     @classmethod
     def from_settings(cls) -> TriggerPolicy:
-        values: dict[str, Any] = {
-            "kinds": settings.HERMES_WATCH_KINDS,
-            "min_severity": settings.HERMES_WATCH_MIN_SEVERITY,
-            "include": settings.HERMES_WATCH_INCLUDE,
-            "exclude": settings.HERMES_WATCH_EXCLUDE,
-            "cooldown_seconds": settings.HERMES_WATCH_COOLDOWN_SECONDS,
-            "hourly_cap": settings.HERMES_WATCH_HOURLY_CAP,
-        }
-        if settings.HERMES_WATCH_POLICY_FILE:
-            values.update(_policy_file_read(Path(settings.HERMES_WATCH_POLICY_FILE)))
-        if values["min_severity"] not in SEVERITIES:
+        """The policy `HERMES_WATCH_POLICY_FILE` names, or the defaults when it names none."""
+        path = WatchConfig.from_settings().policy_file
+        if not path:
+            return cls()
+        return cls.from_values(_policy_file_read(Path(path)))
+
+    @classmethod
+    def from_values(cls, values: dict[str, Any]) -> TriggerPolicy:
+        """A policy from a policy file's keys; each key left out keeps its default."""
+        default = cls()
+        min_severity = str(values.get("min_severity", default.min_severity))
+        if min_severity not in SEVERITIES:
             raise PolicyFileError(f"min_severity must be one of {', '.join(SEVERITIES)}")
         return cls(
-            kinds=frozenset(values["kinds"]),
-            min_severity=str(values["min_severity"]),
-            include=tuple(values["include"]),
-            exclude=tuple(values["exclude"]),
-            cooldown_seconds=float(values["cooldown_seconds"]),
-            hourly_cap=max(1, int(values["hourly_cap"])),
+            kinds=frozenset(values.get("kinds", default.kinds)),
+            min_severity=min_severity,
+            include=tuple(values.get("include", default.include)),
+            exclude=tuple(values.get("exclude", default.exclude)),
+            cooldown_seconds=float(values.get("cooldown_seconds", default.cooldown_seconds)),
+            hourly_cap=max(1, int(values.get("hourly_cap", default.hourly_cap))),
         )
 
     def trigger(self, event_type: str, data: dict[str, Any]) -> Trigger | None:
@@ -128,8 +134,7 @@ def _policy_file_read(path: Path) -> dict[str, Any]:
         raise PolicyFileError(f"HERMES_WATCH_POLICY_FILE {path}: {exc}") from None
     if not isinstance(values, dict):
         raise PolicyFileError(f"HERMES_WATCH_POLICY_FILE {path}: expected a JSON object")
-    known = {"kinds", "min_severity", "include", "exclude", "cooldown_seconds", "hourly_cap"}
-    unknown = set(values) - known
+    unknown = set(values) - _KEYS
     if unknown:
         raise PolicyFileError(f"HERMES_WATCH_POLICY_FILE {path}: unknown keys {', '.join(sorted(unknown))}")
     return values

@@ -12,7 +12,7 @@ database) is an explicit choice, `HERMES_WATCH_BACKLOG`: Oikos sends its whole b
 without `Last-Event-ID`, and an operator installing Hermes does not want a night of investigations
 into signals that fired last week. `skip` (the default) claims the events raised before the
 watcher started as `backlog` — recorded, so they are the position to resume from, but not
-investigated; `replay` investigates those raised within `HERMES_WATCH_BACKLOG_MAX_AGE_SECONDS`
+investigated; `replay` investigates those raised within `BACKLOG_MAX_AGE_SECONDS`
 before it. "Raised before" compares the event's `at` with this host's clock. Once a position is
 stored, every event after it is handled, however old: it happened while the watchers were down.
 
@@ -33,13 +33,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from channels.db import database_sync_to_async
-from django.conf import settings
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from agent.tools.hub import ToolHub
 from oikos.client import OikosClient, OikosError, OikosEvent
 from watch import services
+from watch.config import WatchConfig
 from watch.investigate import investigation_escalate, investigation_run
 from watch.policy import TriggerPolicy
 
@@ -49,6 +49,9 @@ RETRY_FIRST_SECONDS = 1.0
 RETRY_MAX_SECONDS = 30.0
 # A storm investigation waits this long before it starts, so its brief lists the storm, not its first event.
 STORM_GATHER_SECONDS = 10.0
+# How far back `replay` reaches into Oikos's backlog: an hour is what an operator returning to a
+# fresh install still wants investigated; older signals are history.
+BACKLOG_MAX_AGE_SECONDS = 3600.0
 
 
 @dataclass
@@ -82,10 +85,8 @@ class Watcher:
         self.storm_gather = storm_gather
         # Told of every event handled (a claim, or None when another watcher had it): for tests and benches.
         self.on_claim = on_claim
-        self.backlog = backlog or settings.HERMES_WATCH_BACKLOG
-        self.backlog_max_age = (
-            settings.HERMES_WATCH_BACKLOG_MAX_AGE_SECONDS if backlog_max_age is None else backlog_max_age
-        )
+        self.backlog = backlog or WatchConfig.from_settings().backlog
+        self.backlog_max_age = BACKLOG_MAX_AGE_SECONDS if backlog_max_age is None else backlog_max_age
         # Oikos stamps events to the millisecond: so is the start, or an event raised in the same
         # millisecond would count as history.
         started = timezone.now()

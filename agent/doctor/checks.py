@@ -25,10 +25,10 @@ from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
 from django.db.migrations.executor import MigrationExecutor
 
 from agent import health
-from agent.budget import spend_today
+from agent.budget import BudgetConfig, spend_today
 from agent.doctor.security import security_checks
 from agent.engine.prompt import PersonaFileError, persona_load
-from agent.llm import llm_error_describe
+from agent.llm import ModelConfig, llm_error_describe
 from agent.tools import MCPConfigError, ServerConfig, ToolHub
 from agent.tools.config import mcp_servers_from_settings
 from common.redaction import redact
@@ -292,13 +292,14 @@ async def llm_check(seconds: float) -> CheckResult:
     configured = health.llm_check()
     if not configured.ok:
         return CheckResult("llm", Status.FAIL, configured.error or "no model configured")
-    where = settings.ANTHROPIC_BASE_URL or ANTHROPIC_DEFAULT_URL
-    model = settings.HERMES_MODEL
+    config = ModelConfig.from_settings()
+    where = config.base_url or ANTHROPIC_DEFAULT_URL
+    model = config.model
     started = time.monotonic()
     try:
         async with anthropic.AsyncAnthropic(
-            api_key=settings.ANTHROPIC_API_KEY or "no-key",
-            base_url=settings.ANTHROPIC_BASE_URL or None,
+            api_key=config.api_key or "no-key",
+            base_url=config.base_url or None,
             timeout=seconds,
             max_retries=0,
         ) as client:
@@ -324,17 +325,18 @@ def persona_check() -> CheckResult:
 
 def budget_doctor_check() -> CheckResult:
     """Today's spend against the daily budget, what running turns hold, and the reserve kept back."""
-    daily = settings.HERMES_DAILY_TOKEN_BUDGET
+    config = BudgetConfig.from_settings()
+    daily = config.daily
     if not daily:
         return CheckResult("budget", Status.SKIP, "no daily token budget (HERMES_DAILY_TOKEN_BUDGET)")
     try:
         spend = spend_today()
     except DatabaseError as exc:
         return CheckResult("budget", Status.FAIL, f"today's spend cannot be read: {exception_text(exc)}")
-    reserve = round(daily * settings.HERMES_BUDGET_RESERVE_SHARE)
+    reserve = round(daily * config.reserve_share)
     detail = (
         f"{spend.tokens:,} of {daily:,} tokens spent today, {spend.reserved_tokens:,} more held by running turns; "
         f"{reserve:,} kept for operators' questions and critical investigations; "
-        f"a peer may spend {round(daily * settings.HERMES_PEER_BUDGET_SHARE):,} unless the peers file says otherwise"
+        f"a peer may spend {round(daily * config.peer_share):,} unless the peers file says otherwise"
     )
     return CheckResult("budget", Status.WARN if spend.committed >= daily else Status.OK, detail)

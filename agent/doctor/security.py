@@ -11,8 +11,10 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 
+from access.config import AccessConfig
 from access.exposure import local_mode_exposure
 from access.networks import address_is_loopback, allowed_networks, trusted_proxy_networks
+from agent.llm import ModelConfig
 
 
 def security_checks(*, bind: str | None = None) -> list[tuple[str, str]]:
@@ -23,7 +25,7 @@ def security_checks(*, bind: str | None = None) -> list[tuple[str, str]]:
     if exposure:
         findings.append(("auth", exposure))
     everywhere = [str(network) for network in trusted_proxy_networks() if network.prefixlen == 0]
-    if settings.HERMES_AUTH == "proxy" and everywhere:
+    if AccessConfig.from_settings().auth == "proxy" and everywhere:
         findings.append(
             (
                 "trusted proxy",
@@ -36,8 +38,9 @@ def security_checks(*, bind: str | None = None) -> list[tuple[str, str]]:
         findings.append(("debug", "HERMES_DEBUG is on: error pages show settings and code; turn it off"))
     if "*" in settings.ALLOWED_HOSTS:
         findings.append(("allowed hosts", "HERMES_ALLOWED_HOSTS contains '*': name the hosts Hermes is reached by"))
-    model_url = urlsplit(settings.ANTHROPIC_BASE_URL or "")
-    if settings.ANTHROPIC_API_KEY and model_url.scheme == "http" and not address_is_loopback(model_url.hostname or ""):
+    model = ModelConfig.from_settings()
+    model_url = urlsplit(model.base_url or "")
+    if model.api_key and model_url.scheme == "http" and not address_is_loopback(model_url.hostname or ""):
         findings.append(
             ("model api", f"ANTHROPIC_API_KEY is sent unencrypted to {model_url.hostname}: use https, or no key")
         )

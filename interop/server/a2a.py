@@ -32,12 +32,12 @@ from a2a.server.tasks import TaskUpdater
 from a2a.types import CancelTaskRequest, Message, Part, Role, SendMessageRequest, Task, TaskState, TaskStatus
 from a2a.utils.errors import InvalidParamsError
 from channels.db import database_sync_to_async
-from django.conf import settings
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from common.redaction import redact
+from interop.config import A2AConfig
 from interop.server.auth import PEER_SCOPE_KEY
 from interop.server.card import JSONRPC_PATH, REST_PREFIX, a2a_card, card_base_url, card_response
 from interop.server.conversation import (
@@ -214,7 +214,7 @@ async def agent_card(request: Request) -> Response:
 def a2a_routes() -> list[BaseRoute]:
     """The card, JSON-RPC and HTTP+JSON routes, over one request handler and the database task store."""
     # The handler reads capabilities (streaming) from this card; the URLs in it do not matter.
-    card = a2a_card(settings.HERMES_A2A_PUBLIC_URL.rstrip("/") or "http://localhost")
+    card = a2a_card(A2AConfig.from_settings().public_url or "http://localhost")
     handler = HermesRequestHandler(
         agent_executor=HermesExecutor(),
         task_store=DatabaseTaskStore(),

@@ -30,6 +30,7 @@ from starlette.responses import Response
 
 from access.hosts import host_allowed, scope_host, scope_scheme
 from agent.version import hermes_version
+from interop.config import A2AConfig
 
 JSONRPC_PATH = "/a2a/jsonrpc"
 REST_PREFIX = "/a2a/rest"
@@ -50,8 +51,9 @@ CARD_MAX_AGE_SECONDS = 300
 
 def card_base_url(request: Request) -> str | None:
     """Where peers reach this Hermes; None when the request's host is not one Hermes answers to."""
-    if settings.HERMES_A2A_PUBLIC_URL:
-        return settings.HERMES_A2A_PUBLIC_URL.rstrip("/")
+    public_url = A2AConfig.from_settings().public_url
+    if public_url:
+        return public_url
     host = scope_host(request.scope)
     if not host_allowed(host):
         return None
@@ -69,7 +71,7 @@ def a2a_card(base_url: str) -> AgentCard:
         scheme="bearer", description="A pairing token issued by this Hermes (manage.py a2a_pair <peer>)."
     )
     return AgentCard(
-        name=settings.HERMES_A2A_NAME,
+        name=A2AConfig.from_settings().name,
         description=DESCRIPTION,
         version=hermes_version(),
         supported_interfaces=interfaces,
@@ -92,7 +94,7 @@ def a2a_card(base_url: str) -> AgentCard:
 
 def garraia_card(base_url: str) -> dict[str, Any]:
     return {
-        "name": settings.HERMES_A2A_NAME,
+        "name": A2AConfig.from_settings().name,
         "url": base_url,
         "version": hermes_version(),
         "description": DESCRIPTION,

@@ -38,6 +38,7 @@ from agent.selectors import turn_status
 from common.db import db_through_cancel
 from common.redaction import redact
 from interop import services
+from interop.config import A2AConfig
 from interop.peers import peer_allowance, peer_may_propose, peer_rate_limit
 from interop.services import ConversationRefused
 from interop.turns import turn_answer
@@ -101,7 +102,7 @@ def inbound_text(text: str) -> str:
 
 def inbound_budgets() -> Budgets:
     budgets = Budgets.from_settings()
-    return dataclasses.replace(budgets, timeout=min(budgets.timeout, settings.HERMES_A2A_SERVER_TURN_TIMEOUT))
+    return dataclasses.replace(budgets, timeout=min(budgets.timeout, A2AConfig.from_settings().server_turn_timeout))
 
 
 async def inbound_turn(
@@ -123,6 +124,7 @@ async def inbound_turn(
     """
     started = time.monotonic()
     question = inbound_text(text)
+    config = A2AConfig.from_settings()
     # A caller gone while the exchange is written leaves nothing behind: it is taken back out.
     begun = await db_through_cancel(
         database_sync_to_async(services.inbound_exchange_begin)(
@@ -130,11 +132,11 @@ async def inbound_turn(
             dialect=dialect,
             external_id=external_id,
             message=question,
-            max_turns=settings.HERMES_A2A_SERVER_MAX_TURNS,
+            max_turns=config.server_max_turns,
             rate_limit=peer_rate_limit(peer),
-            window=settings.HERMES_A2A_RATE_WINDOW,
+            window=config.rate_window,
             starting_grace=STARTING_GRACE_SECONDS,
-            keep=settings.HERMES_A2A_PEER_KEEP,
+            keep=config.peer_keep,
         ),
         undo=lambda begun: database_sync_to_async(services.inbound_exchange_withdraw)(exchange_id=begun.exchange_id),
     )

@@ -45,12 +45,12 @@ from a2a.types import (
 )
 from a2a.utils.constants import DEFAULT_LIST_TASKS_PAGE_SIZE, MAX_LIST_TASKS_PAGE_SIZE
 from channels.db import database_sync_to_async
-from django.conf import settings
 from django.db import IntegrityError, transaction
 from google.protobuf.json_format import MessageToDict, ParseDict
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from agent.models import Turn
+from interop.config import A2AConfig
 from interop.models import A2ATask
 from interop.server.conversation import PEER_CANCEL_REASON
 
@@ -127,7 +127,7 @@ def task_save(*, task: Task, owner: str, prev_version: int) -> int:
                     version=1,
                     turn_id=_turn_named(data),
                 )
-                _tasks_bound(owner=owner, keep=settings.HERMES_A2A_PEER_KEEP)
+                _tasks_bound(owner=owner, keep=A2AConfig.from_settings().peer_keep)
                 return 1
             row.context_id, row.state, row.data = task.context_id, state, data
             row.version += 1

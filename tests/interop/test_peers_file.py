@@ -16,7 +16,7 @@ def parse(peers: dict[str, Any], **environ: str) -> Any:
     return peers_parse({"peers": peers}, source="peers.json", environ=environ)
 
 
-def test_a_full_entry_with_defaults_and_variables(settings: Settings) -> None:
+def test_a_full_entry_with_defaults_and_variables() -> None:
     book = parse(
         {
             "garraia": {"url": "http://127.0.0.1:3888/", "dialect": "garraia"},
@@ -31,11 +31,8 @@ def test_a_full_entry_with_defaults_and_variables(settings: Settings) -> None:
         "garraia",
         "",
     )
-    assert (garraia.max_turns, garraia.timeout, garraia.max_chars) == (
-        settings.HERMES_A2A_MAX_TURNS,
-        settings.HERMES_A2A_TIMEOUT,
-        settings.HERMES_A2A_MAX_CHARS,
-    )
+    # A field the entry leaves out takes the peers file's default.
+    assert (garraia.max_turns, garraia.timeout, garraia.max_chars, garraia.stop_marker) == (8, 120.0, 8000, "<<END>>")
     assert (lab.url, lab.origin, lab.dialect, lab.token) == (
         "https://hermes.lab.example:443/agent",
         "https://hermes.lab.example:443",
@@ -129,3 +126,11 @@ def test_a_peers_share_and_rate_come_from_its_entry_or_the_defaults(settings: Se
     ):
         with pytest.raises(PeersConfigError, match=message):
             parse({"lab": {"url": "http://127.0.0.1:9", **entry}})
+
+
+def test_a_peer_may_agree_on_its_own_stop_marker() -> None:
+    book = parse({"lab": {"url": "https://lab.example", "stop_marker": " [[DONE]] "}})
+
+    assert book.peers[0].stop_marker == "[[DONE]]"
+    with pytest.raises(PeersConfigError, match='"stop_marker" must be a non-empty string'):
+        parse({"lab": {"url": "https://lab.example", "stop_marker": " "}})

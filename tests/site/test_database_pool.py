@@ -60,7 +60,6 @@ async def test_thirty_concurrent_chats_never_hold_more_connections_than_the_pool
         model.responder = _slow_answer
         env = {
             **model.env(),
-            "HERMES_DB_POOL_MIN": "1",
             "HERMES_DB_POOL_MAX": str(POOL_MAX),
         }
         with (
@@ -86,7 +85,7 @@ def _turns_done(database: LiveDatabase) -> int:
 def test_a_request_that_finds_the_pool_taken_waits_then_gets_a_json_503(database: LiveDatabase, tmp_path: Path) -> None:
     """With the only pooled connection stuck (its query waits on a table lock held here), the next
     request waits the pool's timeout and is answered 503 `database_busy`; the stuck one completes."""
-    env = {"HERMES_DB_POOL_MIN": "1", "HERMES_DB_POOL_MAX": "1", "HERMES_DB_POOL_TIMEOUT": "1"}
+    env = {"HERMES_DB_POOL_MAX": "1", "HERMES_DB_POOL_TIMEOUT": "1"}
     with DaphneServer(database=database, env=env, log_path=tmp_path / "daphne.log") as hermes:
         httpx2.get(f"{hermes.url}/sessions", timeout=10).raise_for_status()  # the operator's user exists
         stuck: dict[str, httpx2.Response] = {}

@@ -23,16 +23,15 @@ class TestTriggerPolicy:
         assert failed is not None and failed.kind == "execution_failed:restart"
         assert policy.trigger("execution.completed", {"target": "service:a"}) is None
 
-    def test_resolutions_are_never_filtered(self, settings: Settings) -> None:
-        settings.HERMES_WATCH_EXCLUDE = ["service:*"]
-        policy = TriggerPolicy.from_settings()
+    def test_resolutions_are_never_filtered(self) -> None:
+        policy = TriggerPolicy.from_values({"exclude": ["service:*"]})
 
         healthy = policy.trigger("entity.health_changed", {"slug": "service:a", "to": "healthy"})
         resolved = policy.trigger("signal.resolved", {"slug": "service:a", "kind": "k"})
         assert healthy is not None and healthy.action == "resolve"
         assert resolved is not None and (resolved.action, resolved.kind) == ("resolve", "k")
 
-    def test_a_policy_file_overrides_the_settings(self, settings: Settings, tmp_path: Path) -> None:
+    def test_a_policy_file_sets_the_policy(self, settings: Settings, tmp_path: Path) -> None:
         path = tmp_path / "policy.json"
         path.write_text(
             json.dumps(
@@ -57,6 +56,16 @@ class TestTriggerPolicy:
         assert not opens("lxc:101")
         assert policy.trigger("entity.health_changed", {"slug": "service:caddy", "to": "down"}) is None
         assert policy.hourly_cap == 2
+
+    def test_a_key_the_policy_file_leaves_out_keeps_its_default(self, settings: Settings, tmp_path: Path) -> None:
+        path = tmp_path / "policy.json"
+        path.write_text(json.dumps({"min_severity": "critical"}))
+        settings.HERMES_WATCH_POLICY_FILE = str(path)
+        policy = TriggerPolicy.from_settings()
+
+        assert policy == TriggerPolicy(min_severity="critical")
+        assert policy.kinds == {"signal.fired", "entity.health_changed", "execution.failed"}
+        assert (policy.cooldown_seconds, policy.hourly_cap) == (1800.0, 6)
 
     def test_a_bad_policy_file_is_named(self, settings: Settings, tmp_path: Path) -> None:
         path = tmp_path / "policy.json"

@@ -47,7 +47,11 @@ def _wait_for(database: LiveDatabase, count: int) -> list[tuple[str, str]]:
         time.sleep(0.1)
 
 
-def test_two_watchers_claim_every_event_once_across_a_restart(oikos: RunningSim, watch_database: LiveDatabase) -> None:
+def test_two_watchers_claim_every_event_once_across_a_restart(
+    oikos: RunningSim, watch_database: LiveDatabase, tmp_path: Path
+) -> None:
+    policy = tmp_path / "policy.json"
+    policy.write_text('{"kinds": ["none"]}')
     env = {
         **clean_environ(),
         "DATABASE_URL": watch_database.url,
@@ -56,7 +60,7 @@ def test_two_watchers_claim_every_event_once_across_a_restart(oikos: RunningSim,
         "OIKOS_API_URL": oikos.api_url,
         "OIKOS_API_TOKEN": OPERATOR_TOKEN,
         # Claims only: no event opens an investigation, so no model is needed.
-        "HERMES_WATCH_KINDS": "none",
+        "HERMES_WATCH_POLICY_FILE": str(policy),
     }
     world, events = oikos.state.world, oikos.state.events
 
