@@ -143,7 +143,7 @@ _SQLITE_OPTIONS = {
 # HERMES_DB_POOL_MAX, do so after every call), and the next call takes one from the pool
 # without reconnecting. A caller that finds every connection taken waits HERMES_DB_POOL_TIMEOUT
 # seconds, then fails with `psycopg_pool.PoolTimeout` (an OperationalError): the HTTP API answers
-# that request 503 `database_busy`. Sizing for N processes: README, "Scale-out".
+# that request 503 `database_busy`. Sizing for N processes: docs/deploy.md, "Scale-out".
 HERMES_DB_POOL_MAX = env("HERMES_DB_POOL_MAX")
 HERMES_DB_POOL_TIMEOUT = env("HERMES_DB_POOL_TIMEOUT")
 # Connections kept open while idle, so the first requests after a quiet spell do not all reconnect.
@@ -481,7 +481,7 @@ HERMES_INVESTIGATIONS_MAY_PROPOSE = env("HERMES_INVESTIGATIONS_MAY_PROPOSE")
 # --- Matrix bridge (`manage.py matrix_bridge`, matrix/) ---------------------------------------------
 
 # The homeserver's client API base URL (https://matrix.example.net) and the bot's account: its user
-# id and an access token (README "Matrix bridge" says how to get one). All three, or the bridge is off.
+# id and an access token (docs/matrix.md says how to get one). All three, or the bridge is off.
 HERMES_MATRIX_HOMESERVER = env("HERMES_MATRIX_HOMESERVER").rstrip("/")
 HERMES_MATRIX_USER_ID = env("HERMES_MATRIX_USER_ID")
 HERMES_MATRIX_ACCESS_TOKEN = env("HERMES_MATRIX_ACCESS_TOKEN")

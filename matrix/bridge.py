@@ -221,7 +221,7 @@ class MatrixBridge:
             self.stats.encrypted_refused.add(room_id)
             logger.error(
                 "Matrix room %s is end-to-end encrypted: the bridge does not support encryption and ignores "
-                "it. Use an unencrypted room for Hermes (README, Matrix bridge).",
+                "it. Use an unencrypted room for Hermes (docs/matrix.md).",
                 room_id,
             )
         return True

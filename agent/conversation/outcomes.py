@@ -20,7 +20,8 @@ from agent.conversation.results import tool_error_blocks, tool_error_record
 
 OutcomeState = Literal["ok", "error", "unknown"]
 
-# The one tool through which anything changes (DESIGN §7): a repeat can restart or deploy twice.
+# The one tool through which anything changes (docs/architecture.md, "The Oikos contract"): a repeat
+# can restart or deploy twice.
 REQUEST_EXECUTION = "request_execution"
 
 
