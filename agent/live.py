@@ -49,7 +49,15 @@ from typing import Any
 from channels.layers import BaseChannelLayer, InMemoryChannelLayer, get_channel_layer
 from django.utils import timezone
 
-from agent import presence, selectors
+from agent import presence
+from agent.broadcast import (
+    SESSIONS_GROUP,
+    layer_quietly,
+    session_group,
+    task_cancelling,
+    turn_group,
+    turns_interrupted_publish,
+)
 from agent.conversation.events import Done, Event, TextDelta, ThinkingDelta
 from agent.elicitation.store import elicitation_wake
 from agent.engine.runner import TurnHandle
@@ -63,19 +71,6 @@ COALESCE_SECONDS = 0.03
 LISTENERS_RECHECK_SECONDS = 1.0
 CONTROL_RETRY_SECONDS = 1.0
 CANCEL_RETRY_SECONDS = 0.5
-
-
-# Every page listing sessions listens here: a turn starting (maybe a new session) or ending (its
-# session's activity time) changes the list. The message names the session; pages refetch their list.
-SESSIONS_GROUP = "hermes.sessions"
-
-
-def session_group(session_id: str | uuid.UUID) -> str:
-    return f"hermes.session.{uuid.UUID(str(session_id))}"
-
-
-def turn_group(turn_id: str | uuid.UUID) -> str:
-    return f"hermes.turn.{uuid.UUID(str(turn_id))}"
 
 
 @dataclass
@@ -166,7 +161,7 @@ class TurnRegistry:
         assert self._control_channel is not None
         # With the layer down the turn still runs and answers its caller; only the live view and
         # a Stop from another process are lost, and both say so in the log.
-        await _quietly(self.layer.group_add(turn_group(handle.turn_id), self._control_channel))
+        await layer_quietly(self.layer.group_add(turn_group(handle.turn_id), self._control_channel))
         live = LiveTurn(
             handle=handle,
             start={
@@ -200,7 +195,7 @@ class TurnRegistry:
     def turns_interrupted_announce(self, turn_ids: list[uuid.UUID]) -> None:
         """`turns_interrupted_publish` in the background: whoever interrupted the turns goes on at
         once, and a failure is logged (the pages following them see their end when they reload)."""
-        self._spawn(_quietly(turns_interrupted_publish(turn_ids)))
+        self._spawn(layer_quietly(turns_interrupted_publish(turn_ids)))
 
     async def turn_state_request(self, *, turn_id: uuid.UUID, reply_to: str) -> None:
         """Ask the owner of a running turn to send `turn.state` to the channel `reply_to`."""
@@ -302,7 +297,7 @@ class TurnRegistry:
             # Whoever still waits gets what there is (an `after` past the turn's end gets nothing).
             await self._replays_answer(live, final=True)
             if self._control_channel is not None:
-                await _quietly(self.layer.group_discard(turn_group(live.handle.turn_id), self._control_channel))
+                await layer_quietly(self.layer.group_discard(turn_group(live.handle.turn_id), self._control_channel))
 
     @staticmethod
     async def _read(handle: TurnHandle, queue: asyncio.Queue[Event]) -> None:
@@ -328,7 +323,7 @@ class TurnRegistry:
         }
         # The turn goes on and is stored even when the layer is down; listeners resync on reconnect.
         if await self._listened(live, group):
-            await _quietly(self.layer.group_send(group, message))
+            await layer_quietly(self.layer.group_send(group, message))
         if live.replays:
             await self._replays_answer(live)
 
@@ -383,12 +378,12 @@ class TurnRegistry:
             return
         live.replays = [request for request in live.replays if request not in ready]
         for reply_to, after in ready:
-            await _quietly(self.layer.send(reply_to, live.replay(after)))
+            await layer_quietly(self.layer.send(reply_to, live.replay(after)))
 
     async def _sessions_changed(self, live: LiveTurn) -> None:
         if await _group_listened(self.layer, SESSIONS_GROUP):
             message = {"type": "sessions.changed", "session_id": str(live.handle.session_id)}
-            await _quietly(self.layer.group_send(SESSIONS_GROUP, message))
+            await layer_quietly(self.layer.group_send(SESSIONS_GROUP, message))
 
     # --- the control channel ---------------------------------------------------------------------
 
@@ -405,7 +400,7 @@ class TurnRegistry:
             except asyncio.CancelledError:
                 raise
             except Exception:
-                if _cancelling():
+                if task_cancelling():
                     # redis-py turns a cancellation that lands mid-read into its own TimeoutError;
                     # listening again would swallow the cancel and hang whoever awaits this task.
                     raise asyncio.CancelledError from None
@@ -425,7 +420,7 @@ class TurnRegistry:
             if message.get("type") in ("turn.state.request", "turn.replay.request"):
                 live.listener_asked()
             if message.get("type") == "turn.state.request" and isinstance(message.get("reply_to"), str):
-                await _quietly(self.layer.send(message["reply_to"], live.state()))
+                await layer_quietly(self.layer.send(message["reply_to"], live.state()))
             elif message.get("type") == "turn.replay.request" and isinstance(message.get("reply_to"), str):
                 after = message.get("after")
                 if isinstance(after, int) and after >= 0:
@@ -450,23 +445,6 @@ async def _task_cancel(task: asyncio.Task[Any]) -> None:
         task.cancel()
         await asyncio.wait({task}, timeout=CANCEL_RETRY_SECONDS)
     await asyncio.gather(task, return_exceptions=True)
-
-
-def _cancelling() -> bool:
-    """Whether the running task has been asked to stop (even if a library masked the cancel)."""
-    task = asyncio.current_task()
-    return task is not None and task.cancelling() > 0
-
-
-async def _quietly(awaitable: Any) -> None:
-    try:
-        await awaitable
-    except asyncio.CancelledError:
-        raise
-    except Exception:
-        if _cancelling():
-            raise asyncio.CancelledError from None
-        logger.exception("A channel layer operation of the turn registry failed")
 
 
 def _local_groups(layer: BaseChannelLayer) -> dict[str, Any] | None:
@@ -515,44 +493,6 @@ async def _groups_listened(layer: BaseChannelLayer, groups: set[str]) -> dict[st
             counts = [1] * len(members)  # cannot tell: send, and let `_quietly` report a layer that is down
         listened.update((group, int(count) > 0) for group, count in zip(members, counts, strict=True))
     return listened
-
-
-# The `seq` of an end announced for a turn whose owner is gone: past any real one, so listeners
-# take it as a gap and draw the turn from the database, where it is now `interrupted`.
-ORPHAN_END_SEQ = 2**31
-
-
-async def turns_interrupted_publish(turn_ids: list[uuid.UUID]) -> None:
-    """Tell the pages following these turns that they ended: their owners are gone, so no pump
-    will. Called by whoever interrupted them (`presence.turns_interrupt_orphaned`)."""
-    if not turn_ids:
-        return
-    layer = get_channel_layer()
-    if layer is None:
-        return
-    turns = await db_call(selectors.turns_finished, turn_ids=turn_ids)
-    for turn in turns:
-        done = Done(
-            session_id=str(turn.session_id),
-            turn_id=str(turn.id),
-            stop_reason=turn.stop_reason,
-            iterations=turn.iterations,
-            usage=dict(turn.usage),
-            status=turn.status,
-            model=turn.model,
-            cost_usd=None if turn.cost_usd is None else str(turn.cost_usd),
-        )
-        message = {
-            "type": "turn.event",
-            "turn_id": str(turn.id),
-            "session_id": str(turn.session_id),
-            "seq": ORPHAN_END_SEQ,
-            "event": done.to_dict(),
-        }
-        await _quietly(layer.group_send(session_group(turn.session_id), message))
-        await _quietly(
-            layer.group_send(SESSIONS_GROUP, {"type": "sessions.changed", "session_id": str(turn.session_id)})
-        )
 
 
 _registries: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, TurnRegistry] = weakref.WeakKeyDictionary()

@@ -33,7 +33,8 @@ from django.conf import settings
 from django.http import HttpRequest, StreamingHttpResponse
 
 from agent import presence, selectors
-from agent.live import _task_cancel, session_group, turn_registry, turns_interrupted_publish
+from agent.broadcast import session_group, turns_interrupted_publish
+from agent.live import _task_cancel, turn_registry
 from agent.models import Turn
 from api.bodies import turn_id_parse
 from api.errors import ApiError, api_view

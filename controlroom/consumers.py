@@ -22,8 +22,9 @@ from urllib.parse import parse_qs
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
-from agent.elicitation.store import ELICITATIONS_GROUP, elicitations_pending
-from agent.live import SESSIONS_GROUP, session_group, turn_registry
+from agent.broadcast import ELICITATIONS_GROUP, SESSIONS_GROUP, session_group
+from agent.elicitation.store import elicitations_pending
+from agent.live import turn_registry
 from agent.proposals import PROPOSALS_GROUP, proposals_pending
 from common import metrics
 from controlroom import fragments, selectors
