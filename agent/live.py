@@ -60,7 +60,7 @@ from agent.broadcast import (
 )
 from agent.conversation.events import Done, Event, TextDelta, ThinkingDelta
 from agent.elicitation.store import elicitation_wake
-from agent.engine.runner import TurnHandle
+from agent.engine.runner import TurnHandle, running
 from common.db import db_call
 
 logger = logging.getLogger(__name__)
@@ -184,7 +184,7 @@ class TurnRegistry:
         A turn whose process is gone would never hear it: it is ended here instead, `interrupted`,
         and True is returned (False: the stop is on its way to the owner).
         """
-        ended = await db_call(presence.turns_interrupt_orphaned)
+        ended = await db_call(presence.turns_interrupt_orphaned, running=running)
         await turns_interrupted_publish(ended)
         if turn_id in ended:
             return True
