@@ -1,9 +1,9 @@
 """Live turns: one registry per process, owning the turns started in it.
 
 Every turn a Hermes server runs — asked in the control room, over `POST /chat`, or by a peer
-agent — runs in a task of its own (`turn_start`), never inside a websocket consumer (Channels
-handles one consumer's messages one at a time: a turn there would block that socket's later
-frames) nor inside a request's lifetime, and is handed to the registry (`turn_follow`). A *pump*
+agent — is started through the registry (`TurnRegistry.start`) and runs in a task of its own
+(`turn_start`), never inside a websocket consumer (Channels handles one consumer's messages one at
+a time: a turn there would block that socket's later frames) nor inside a request's lifetime. A *pump*
 task per turn reads the turn's events and publishes them to the session's channel-layer group,
 where every open control room on that session listens, in whichever process it lives. So an
 operator watches a script's or a peer's turn as it happens, and can stop it from any tab or over
@@ -60,7 +60,7 @@ from agent.broadcast import (
 )
 from agent.conversation.events import Done, Event, TextDelta, ThinkingDelta
 from agent.elicitation.store import elicitation_wake
-from agent.engine.runner import TurnHandle, running
+from agent.engine.runner import TurnHandle, running, turn_start
 from common.db import db_call
 
 logger = logging.getLogger(__name__)
@@ -135,6 +135,8 @@ class TurnRegistry:
 
     def __init__(self, layer: BaseChannelLayer | None = None) -> None:
         self.layer = layer or get_channel_layer()
+        # The turns this registry publishes, and what it sent of each: not whether a turn runs here
+        # (`runner.running` says that), since a turn stays here until its `done` is published.
         self.turns: dict[str, LiveTurn] = {}
         self._control_channel: str | None = None
         self._control_task: asyncio.Task[None] | None = None
@@ -145,9 +147,24 @@ class TurnRegistry:
 
     # --- starting and stopping -------------------------------------------------------------------
 
+    async def start(self, **request: Any) -> TurnHandle:
+        """Start a turn (`turn_start`, whose arguments these are and whose `TurnRejected` this
+        raises), follow it, and tell the pages following the turns found orphaned on the way that
+        they ended: the one call a transport makes, so none can forget the live view and remote Stop.
+
+        A caller cancelled while the turn is being followed still gets its handle (to stop the turn,
+        or to let it run on): the cancellation lands at the caller's next await.
+        """
+        handle = await turn_start(**request)
+        if handle.interrupted:
+            # In the background: the caller goes on at once, and its own turn is followed regardless.
+            self.turns_interrupted_announce(handle.interrupted)
+        await _cancel_deferred(self._spawn(self._follow(handle)))
+        return handle
+
     async def turn_follow(self, handle: TurnHandle) -> TurnHandle:
         """Own a turn just started here (`turn_start`): publish its events until it ends, and take
-        the stops sent to it. Returns the handle, so `turn_follow(await turn_start(...))` reads well.
+        the stops sent to it. Returns the handle. Transports call `start`, which does this too.
 
         Nothing is missed between the start and this call: a handle replays its events to every reader.
         A caller cancelled meanwhile (a client that hung up while its question was accepted) leaves
@@ -447,6 +464,24 @@ async def _task_cancel(task: asyncio.Task[Any]) -> None:
     await asyncio.gather(task, return_exceptions=True)
 
 
+async def _cancel_deferred(task: asyncio.Task[None]) -> None:
+    """Await `task` to its end even when the caller is cancelled meanwhile; that cancellation is then
+    made again, so it lands at the caller's next await instead of losing what `task` did."""
+    held = False
+    while True:
+        try:
+            await asyncio.shield(task)
+            break
+        except asyncio.CancelledError:
+            if task.done():
+                raise
+            held = True
+    current = asyncio.current_task()
+    if held and current is not None:
+        current.uncancel()
+        current.cancel()
+
+
 def _local_groups(layer: BaseChannelLayer) -> dict[str, Any] | None:
     """The in-memory layer's groups (every member is in this process, on this event loop); None
     for a layer whose groups live elsewhere."""
@@ -505,6 +540,16 @@ def turn_registry() -> TurnRegistry:
     if registry is None:
         registry = _registries[loop] = TurnRegistry()
     return registry
+
+
+async def turn_start_unfollowed(**request: Any) -> TurnHandle:
+    """`TurnRegistry.start` for a process whose turns nobody follows live (`ask`, `mcp_serve`,
+    `a2a_talk`, each a process of its own): the turn starts, and the pages following the turns
+    found orphaned on the way still hear that they ended."""
+    handle = await turn_start(**request)
+    if handle.interrupted:
+        turn_registry().turns_interrupted_announce(handle.interrupted)
+    return handle
 
 
 async def turn_registry_close() -> None:

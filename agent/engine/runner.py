@@ -49,6 +49,15 @@ class TurnRejected(Exception):
         # Seconds after which asking again may succeed (`budget_exhausted`, `rate_limited`); 0: unknown.
         self.retry_after = retry_after
 
+    @property
+    def busy(self) -> bool:
+        """Another turn of the session runs: each frontend says how to wait or stop in its own words."""
+        return self.code == "session_busy"
+
+    def operator_message(self, *, busy: str) -> str:
+        """What an operator is told: the refusal's message, or the frontend's own `busy` words."""
+        return busy if self.busy else self.message
+
 
 # Set once this process begins to shut down: it starts no new turn.
 _shutting_down = False
