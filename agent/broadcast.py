@@ -2,7 +2,7 @@
 
 The turn registry (`agent.live`) publishes to these groups and the elicitation store
 (`agent.elicitation.store`) wakes a turn's owner through them; both import this module and not each
-other, so a group's name is spelled in one place (docs/architecture.md describes the messages).
+other, so a group's name is spelled in one place (`agent.live`'s docstring describes the messages).
 """
 
 from __future__ import annotations

@@ -38,7 +38,7 @@ async def _turn(hub: object, question: str, *, followed: bool = True) -> float:
 
     start = turn_registry().start if followed else turn_start
     started = time.perf_counter()
-    handle = await start(text=question, actor="operator:bench", origin="bench", hub=hub)
+    handle = await start(text=question, actor="operator:bench", origin="bench", hub=hub)  # type: ignore[arg-type]
     async for event in handle.events():
         if isinstance(event, Done) and event.status != "done":
             raise RuntimeError(f"turn failed: {event}")
