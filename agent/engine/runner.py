@@ -2,8 +2,10 @@
 
 `turn_start` checks what can be checked before anything is stored (the model is configured, the
 session exists, the question is sane), stores the question, and runs the loop in a task of its
-own. Transports read events from the returned `TurnHandle`; a reader that goes away (a closed
-browser tab, a dropped `curl`) never stops or corrupts the turn — only `cancel()` does.
+own, counted in `running` (the one registry of this process's turns). Transports call it through
+`agent.live.TurnRegistry.start`, which also follows the turn, and read events from the returned
+`TurnHandle`; a reader that goes away (a closed browser tab, a dropped `curl`) never stops or
+corrupts the turn — only `cancel()` does.
 """
 
 from __future__ import annotations
@@ -167,9 +169,6 @@ class RunningTurns:
         self._handles: dict[uuid.UUID, TurnHandle | None] = {}
 
     def __contains__(self, turn_id: object) -> bool:
-        return turn_id in self._handles
-
-    def has(self, turn_id: uuid.UUID) -> bool:
         return turn_id in self._handles
 
     def reserve(self, turn_id: uuid.UUID) -> None:
