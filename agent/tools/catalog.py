@@ -17,8 +17,7 @@ from typing import Any
 
 from django.utils import timezone
 
-from agent import selectors
-from agent.tools import catalog
+from agent import models, selectors
 from agent.tools.config import ServerConfig
 from common.db import db_call
 
@@ -45,7 +44,7 @@ class ToolCatalog:
         if not self.persisted:
             return
         try:
-            await db_call(catalog.tool_catalog_save, server=config.name, target=config.target, tools=entries)
+            await db_call(tool_catalog_save, server=config.name, target=config.target, tools=entries)
         except Exception as exc:  # the catalog is a fallback: a database hiccup must not fail a listing
             logger.warning("could not store the tool list of MCP server %r: %s", config.name, exc)
 
@@ -66,6 +65,6 @@ class ToolCatalog:
 
 def tool_catalog_save(*, server: str, target: str, tools: list[dict[str, Any]]) -> None:
     """Keep `server`'s latest tool list (replacing the one before), for processes that find it down."""
-    ToolCatalog.objects.update_or_create(
+    models.ToolCatalog.objects.update_or_create(
         server=server, defaults={"target": target, "tools": tools, "listed_at": timezone.now()}
     )
