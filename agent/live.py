@@ -1,9 +1,9 @@
 """Live turns: one registry per process, owning the turns started in it.
 
 Every turn a Hermes server runs — asked in the control room, over `POST /chat`, or by a peer
-agent — runs in a task of its own (`turn_start`), never inside a websocket consumer (Channels
-handles one consumer's messages one at a time: a turn there would block that socket's later
-frames) nor inside a request's lifetime, and is handed to the registry (`turn_follow`). A *pump*
+agent — is started through the registry (`TurnRegistry.start`) and runs in a task of its own
+(`turn_start`), never inside a websocket consumer (Channels handles one consumer's messages one at
+a time: a turn there would block that socket's later frames) nor inside a request's lifetime. A *pump*
 task per turn reads the turn's events and publishes them to the session's channel-layer group,
 where every open control room on that session listens, in whichever process it lives. So an
 operator watches a script's or a peer's turn as it happens, and can stop it from any tab or over
@@ -49,10 +49,17 @@ from typing import Any
 from channels.layers import BaseChannelLayer, InMemoryChannelLayer, get_channel_layer
 from django.utils import timezone
 
-from agent import presence, selectors
+from agent import presence
+from agent.broadcast import (
+    SESSIONS_GROUP,
+    layer_quietly,
+    session_group,
+    turn_group,
+    turns_interrupted_publish,
+)
 from agent.conversation.events import Done, Event, TextDelta, ThinkingDelta, TurnStart
 from agent.elicitation.store import elicitation_wake
-from agent.engine.runner import TurnHandle
+from agent.engine.runner import TurnHandle, running, turn_start
 from agent.wire import Coalescer, Published
 from common.db import db_call
 from common.layers import groups_listened, task_cancel, task_cancelling
@@ -65,19 +72,6 @@ COALESCE_SECONDS = 0.03
 # its session's group has any member (`TurnRegistry._listened`).
 LISTENERS_RECHECK_SECONDS = 1.0
 CONTROL_RETRY_SECONDS = 1.0
-
-
-# Every page listing sessions listens here: a turn starting (maybe a new session) or ending (its
-# session's activity time) changes the list. The message names the session; pages refetch their list.
-SESSIONS_GROUP = "hermes.sessions"
-
-
-def session_group(session_id: str | uuid.UUID) -> str:
-    return f"hermes.session.{uuid.UUID(str(session_id))}"
-
-
-def turn_group(turn_id: str | uuid.UUID) -> str:
-    return f"hermes.turn.{uuid.UUID(str(turn_id))}"
 
 
 @dataclass
@@ -161,6 +155,8 @@ class TurnRegistry:
 
     def __init__(self, layer: BaseChannelLayer | None = None) -> None:
         self.layer = layer or get_channel_layer()
+        # The turns this registry publishes, and what it sent of each: not whether a turn runs here
+        # (`runner.running` says that), since a turn stays here until its `done` is published.
         self.turns: dict[str, LiveTurn] = {}
         self._control_channel: str | None = None
         self._control_task: asyncio.Task[None] | None = None
@@ -171,9 +167,24 @@ class TurnRegistry:
 
     # --- starting and stopping -------------------------------------------------------------------
 
+    async def start(self, **request: Any) -> TurnHandle:
+        """Start a turn (`turn_start`, whose arguments these are and whose `TurnRejected` this
+        raises), follow it, and tell the pages following the turns found orphaned on the way that
+        they ended: the one call a transport makes, so none can forget the live view and remote Stop.
+
+        A caller cancelled while the turn is being followed still gets its handle (to stop the turn,
+        or to let it run on): the cancellation lands at the caller's next await.
+        """
+        handle = await turn_start(**request)
+        if handle.interrupted:
+            # In the background: the caller goes on at once, and its own turn is followed regardless.
+            self.turns_interrupted_announce(handle.interrupted)
+        await _cancel_deferred(self._spawn(self._follow(handle)))
+        return handle
+
     async def turn_follow(self, handle: TurnHandle) -> TurnHandle:
         """Own a turn just started here (`turn_start`): publish its events until it ends, and take
-        the stops sent to it. Returns the handle, so `turn_follow(await turn_start(...))` reads well.
+        the stops sent to it. Returns the handle. Transports call `start`, which does this too.
 
         Nothing is missed between the start and this call: a handle replays its events to every reader.
         A caller cancelled meanwhile (a client that hung up while its question was accepted) leaves
@@ -187,7 +198,7 @@ class TurnRegistry:
         assert self._control_channel is not None
         # With the layer down the turn still runs and answers its caller; only the live view and
         # a Stop from another process are lost, and both say so in the log.
-        await _quietly(self.layer.group_add(turn_group(handle.turn_id), self._control_channel))
+        await layer_quietly(self.layer.group_add(turn_group(handle.turn_id), self._control_channel))
         start = TurnStart(
             turn_id=str(handle.turn_id),
             session_id=str(handle.session_id),
@@ -207,7 +218,7 @@ class TurnRegistry:
         A turn whose process is gone would never hear it: it is ended here instead, `interrupted`,
         and True is returned (False: the stop is on its way to the owner).
         """
-        ended = await db_call(presence.turns_interrupt_orphaned)
+        ended = await db_call(presence.turns_interrupt_orphaned, running=running)
         await turns_interrupted_publish(ended)
         if turn_id in ended:
             return True
@@ -218,7 +229,7 @@ class TurnRegistry:
     def turns_interrupted_announce(self, turn_ids: list[uuid.UUID]) -> None:
         """`turns_interrupted_publish` in the background: whoever interrupted the turns goes on at
         once, and a failure is logged (the pages following them see their end when they reload)."""
-        self._spawn(_quietly(turns_interrupted_publish(turn_ids)))
+        self._spawn(layer_quietly(turns_interrupted_publish(turn_ids)))
 
     async def turn_state_request(self, *, turn_id: uuid.UUID, reply_to: str) -> None:
         """Ask the owner of a running turn to send `turn.state` to the channel `reply_to`."""
@@ -286,7 +297,7 @@ class TurnRegistry:
             # Whoever still waits gets what there is (an `after` past the turn's end gets nothing).
             await self._replays_answer(live, final=True)
             if self._control_channel is not None:
-                await _quietly(self.layer.group_discard(turn_group(live.handle.turn_id), self._control_channel))
+                await layer_quietly(self.layer.group_discard(turn_group(live.handle.turn_id), self._control_channel))
 
     @staticmethod
     async def _read(handle: TurnHandle, queue: asyncio.Queue[Event]) -> None:
@@ -307,7 +318,7 @@ class TurnRegistry:
                 listened = await self._listened(live, group)
             # The turn goes on and is stored even when the layer is down; listeners resync on reconnect.
             if listened:
-                await _quietly(self.layer.group_send(group, live.message(published)))
+                await layer_quietly(self.layer.group_send(group, live.message(published)))
             if live.replays:
                 await self._replays_answer(live)
 
@@ -361,12 +372,12 @@ class TurnRegistry:
             return
         live.replays = [request for request in live.replays if request not in ready]
         for reply_to, after in ready:
-            await _quietly(self.layer.send(reply_to, live.replay(after)))
+            await layer_quietly(self.layer.send(reply_to, live.replay(after)))
 
     async def _sessions_changed(self, live: LiveTurn) -> None:
         if (await groups_listened(self.layer, {SESSIONS_GROUP}))[SESSIONS_GROUP]:
             message = {"type": "sessions.changed", "session_id": str(live.handle.session_id)}
-            await _quietly(self.layer.group_send(SESSIONS_GROUP, message))
+            await layer_quietly(self.layer.group_send(SESSIONS_GROUP, message))
 
     # --- the control channel ---------------------------------------------------------------------
 
@@ -403,7 +414,7 @@ class TurnRegistry:
             if message.get("type") in ("turn.state.request", "turn.replay.request"):
                 live.listener_asked()
             if message.get("type") == "turn.state.request" and isinstance(message.get("reply_to"), str):
-                await _quietly(self.layer.send(message["reply_to"], live.state()))
+                await layer_quietly(self.layer.send(message["reply_to"], live.state()))
             elif message.get("type") == "turn.replay.request" and isinstance(message.get("reply_to"), str):
                 after = message.get("after")
                 if isinstance(after, int) and after >= 0:
@@ -418,54 +429,22 @@ class TurnRegistry:
         return task
 
 
-async def _quietly(awaitable: Any) -> None:
-    try:
-        await awaitable
-    except asyncio.CancelledError:
-        raise
-    except Exception:
-        if task_cancelling():
-            raise asyncio.CancelledError from None
-        logger.exception("A channel layer operation of the turn registry failed")
-
-
-# The number of an end announced for a turn whose owner is gone: past any real one, so listeners
-# take it as a gap and draw the turn from the database, where it is now `interrupted`.
-ORPHAN_END = 2**31
-
-
-async def turns_interrupted_publish(turn_ids: list[uuid.UUID]) -> None:
-    """Tell the pages following these turns that they ended: their owners are gone, so no pump
-    will. Called by whoever interrupted them (`presence.turns_interrupt_orphaned`)."""
-    if not turn_ids:
-        return
-    layer = get_channel_layer()
-    if layer is None:
-        return
-    turns = await db_call(selectors.turns_finished, turn_ids=turn_ids)
-    for turn in turns:
-        done = Done(
-            session_id=str(turn.session_id),
-            turn_id=str(turn.id),
-            stop_reason=turn.stop_reason,
-            iterations=turn.iterations,
-            usage=dict(turn.usage),
-            status=turn.status,
-            model=turn.model,
-            cost_usd=None if turn.cost_usd is None else str(turn.cost_usd),
-        )
-        message = {
-            "type": "turn.event",
-            "turn_id": str(turn.id),
-            "session_id": str(turn.session_id),
-            "first": ORPHAN_END,
-            "through": ORPHAN_END,
-            "events": [done.to_dict()],
-        }
-        await _quietly(layer.group_send(session_group(turn.session_id), message))
-        await _quietly(
-            layer.group_send(SESSIONS_GROUP, {"type": "sessions.changed", "session_id": str(turn.session_id)})
-        )
+async def _cancel_deferred(task: asyncio.Task[None]) -> None:
+    """Await `task` to its end even when the caller is cancelled meanwhile; that cancellation is then
+    made again, so it lands at the caller's next await instead of losing what `task` did."""
+    held = False
+    while True:
+        try:
+            await asyncio.shield(task)
+            break
+        except asyncio.CancelledError:
+            if task.done():
+                raise
+            held = True
+    current = asyncio.current_task()
+    if held and current is not None:
+        current.uncancel()
+        current.cancel()
 
 
 _registries = LoopLocal(TurnRegistry)
@@ -474,6 +453,16 @@ _registries = LoopLocal(TurnRegistry)
 def turn_registry() -> TurnRegistry:
     """The registry of the running event loop (one per Daphne process)."""
     return _registries.get()
+
+
+async def turn_start_unfollowed(**request: Any) -> TurnHandle:
+    """`TurnRegistry.start` for a process whose turns nobody follows live (`ask`, `mcp_serve`,
+    `a2a_talk`, each a process of its own): the turn starts, and the pages following the turns
+    found orphaned on the way still hear that they ended."""
+    handle = await turn_start(**request)
+    if handle.interrupted:
+        turn_registry().turns_interrupted_announce(handle.interrupted)
+    return handle
 
 
 async def turn_registry_close() -> None:

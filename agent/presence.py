@@ -17,7 +17,8 @@ decides from the owner whether the turn can still finish. The signals, fastest f
    older than `HERMES_TURN_STALE_SECONDS` means the process is gone.
 
 An owner that is provably alive keeps its turns however long they take: its own deadline ends them.
-This process's turns are alive while its runner still runs them (`turn_running_add`).
+This process's turns are alive while its runner still runs them: whoever sweeps hands the sweep the
+runner's registry (`agent.engine.runner.running`), which sits above this module.
 
 A database blip closes the lock's connection, and PostgreSQL releases the lock: to everyone else this
 process looks gone, and the next process to look interrupts its turns. So a keeper thread checks the
@@ -39,6 +40,7 @@ import secrets
 import socket
 import threading
 import uuid
+from collections.abc import Container
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -55,8 +57,7 @@ logger = logging.getLogger(__name__)
 
 INTERRUPTED_BY_EXIT = "The Hermes process running this turn stopped before it finished."
 
-# Turn ids this process is running now (kept by the runner): its own turns need no probe.
-_running_here: set[uuid.UUID] = set()
+# Held while this process announces or retires itself.
 _lock = threading.Lock()
 
 
@@ -143,7 +144,8 @@ def presence_start(role: str) -> Presence:
             lock_key=lock_key,
         )
         _current = Presence(instance_id=instance_id, role=role, pid=os.getpid())
-    interrupted = turns_interrupt_orphaned()
+    # A process just announced owns no turn yet: nothing of its own can be running.
+    interrupted = turns_interrupt_orphaned(running=())
     if interrupted:
         logger.info("Interrupted %d turn(s) left running by Hermes processes that are gone", len(interrupted))
     return _current
@@ -178,26 +180,12 @@ def presence_stop() -> None:
             logger.debug("Closing the presence lock connection failed", exc_info=True)
 
 
-def turn_running_add(turn_id: uuid.UUID) -> None:
-    _running_here.add(turn_id)
-
-
-def turn_running_discard(turn_id: uuid.UUID) -> None:
-    _running_here.discard(turn_id)
-
-
-def turn_running_here(turn_id: uuid.UUID) -> bool:
-    return turn_id in _running_here
-
-
 def owners_gone(owners: set[uuid.UUID]) -> tuple[set[uuid.UUID], set[uuid.UUID]]:
     """Split owners into (gone, undecided): undecided ones fall back on the turn's heartbeat.
 
     Owners not returned are provably alive. This process counts as alive (the caller checks each
-    of its own turns with `turn_running_here`).
+    of its own turns against the runner's registry).
     """
-    from agent.models import Instance
-
     current = _current if (_current is not None and _current.pid == os.getpid()) else None
     others = {owner for owner in owners if current is None or owner != current.instance_id}
     if not others:
@@ -343,21 +331,24 @@ def turns_interrupt(*, turn_ids: list[uuid.UUID], error: str = INTERRUPTED_BY_EX
 
 
 def turns_interrupt_orphaned(
-    *, stale_after: float | None = None, session_id: uuid.UUID | None = None
+    *, running: Container[uuid.UUID], stale_after: float | None = None, session_id: uuid.UUID | None = None
 ) -> list[uuid.UUID]:
     """Interrupt every `running` turn (of `session_id`, when given) whose process is gone
     (`agent.presence` says how that is decided); returns their ids. Cheap when nothing runs: one
     query on the status index.
+
+    `running` holds the turns this process runs (`agent.engine.runner.running`): one of this
+    process's own turns that is not in it is orphaned too (its task ended without closing it).
 
     A turn whose owner cannot be probed (another host without PostgreSQL's lock, or no owner)
     counts as gone once its heartbeat is `stale_after` seconds old (`HERMES_TURN_STALE_SECONDS`).
     """
     # First: announcing this process (on first use) runs this sweep itself.
     current = presence_current()
-    running = Turn.objects.filter(status=Turn.Status.RUNNING)
+    stored = Turn.objects.filter(status=Turn.Status.RUNNING)
     if session_id is not None:
-        running = running.filter(session_id=session_id)
-    rows = list(running.values_list("id", "owner", "heartbeat_at", "started_at"))
+        stored = stored.filter(session_id=session_id)
+    rows = list(stored.values_list("id", "owner", "heartbeat_at", "started_at"))
     if not rows:
         return []
     gone, undecided = owners_gone({owner for _id, owner, _beat, _started in rows if owner is not None})
@@ -368,7 +359,7 @@ def turns_interrupt_orphaned(
     for turn_id, owner, beat, started in rows:
         if owner == current.instance_id:
             # Ours: alive exactly while this process's runner still runs it.
-            if not turn_running_here(turn_id):
+            if turn_id not in running:
                 orphaned.append(turn_id)
         elif owner in gone or ((owner is None or owner in undecided) and (beat or started) < cutoff):
             orphaned.append(turn_id)

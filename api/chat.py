@@ -6,7 +6,7 @@ from django.conf import settings
 from django.http import HttpRequest, StreamingHttpResponse
 
 from agent.elicitation.store import elicitation_by_operator
-from agent.engine.runner import TurnRejected, turn_start
+from agent.engine.runner import TurnRejected
 from agent.live import turn_registry
 from agent.tools import MCPConfigError, tool_hub
 from api.bodies import fields_check, json_object_read, model_parse, session_id_parse
@@ -47,7 +47,8 @@ async def chat(request: HttpRequest) -> StreamingHttpResponse:
     except MCPConfigError as exc:
         raise ApiError(503, "mcp_config_error", str(exc)) from None
     try:
-        handle = await turn_start(
+        # Followed live: the control room shows the turn, and it can be stopped from anywhere.
+        handle = await turn_registry().start(
             text=message,
             actor=request_actor(request),
             origin="api",
@@ -59,8 +60,6 @@ async def chat(request: HttpRequest) -> StreamingHttpResponse:
         )
     except TurnRejected as rejected:
         raise ApiError(REJECTION_STATUS.get(rejected.code, 400), rejected.code, rejected.message) from None
-    # Followed live: the control room shows the turn, and it can be stopped from anywhere.
-    await turn_registry().turn_follow(handle)
 
     response = StreamingHttpResponse(
         turn_event_stream(handle, keepalive=settings.HERMES_SSE_KEEPALIVE),

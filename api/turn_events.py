@@ -33,8 +33,10 @@ from django.conf import settings
 from django.http import HttpRequest, StreamingHttpResponse
 
 from agent import presence, selectors
+from agent.broadcast import session_group, turns_interrupted_publish
 from agent.conversation.events import WIRE_ONLY, Done, Event, event_from_dict
-from agent.live import session_group, turn_registry, turns_interrupted_publish
+from agent.engine import runner
+from agent.live import turn_registry
 from agent.models import Turn
 from api.bodies import turn_id_parse
 from api.errors import ApiError, api_view
@@ -55,7 +57,9 @@ async def turn_events(request: HttpRequest, turn_id: str) -> StreamingHttpRespon
     parsed = turn_id_parse(turn_id)
     after = _after(request)
     # A turn whose process is gone would never finish: it is ended as interrupted instead.
-    await turns_interrupted_publish(await database_sync_to_async(presence.turns_interrupt_orphaned)())
+    await turns_interrupted_publish(
+        await database_sync_to_async(presence.turns_interrupt_orphaned)(running=runner.running)
+    )
     turn = await database_sync_to_async(selectors.turn_status)(turn_id=parsed)
     if turn is None:
         raise ApiError(404, "turn_not_found", f"There is no turn with id {parsed}.")
@@ -245,6 +249,6 @@ def _ends(message: dict[str, Any]) -> bool:
 
 def _ended(turn_id: uuid.UUID) -> selectors.TurnOutcome | None:
     """The stored outcome once the turn is no longer running (interrupting it if its process died)."""
-    presence.turns_interrupt_orphaned()
+    presence.turns_interrupt_orphaned(running=runner.running)
     outcome = selectors.turn_outcome(turn_id=turn_id)
     return None if outcome is None or outcome.status == Turn.Status.RUNNING else outcome

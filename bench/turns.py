@@ -36,10 +36,9 @@ async def _turn(hub: object, question: str, *, followed: bool = True) -> float:
     from agent.engine.runner import turn_start
     from agent.live import turn_registry
 
+    start = turn_registry().start if followed else turn_start
     started = time.perf_counter()
-    handle = await turn_start(text=question, actor="operator:bench", origin="bench", hub=hub)  # type: ignore[arg-type]
-    if followed:
-        await turn_registry().turn_follow(handle)
+    handle = await start(text=question, actor="operator:bench", origin="bench", hub=hub)  # type: ignore[arg-type]
     async for event in handle.events():
         if isinstance(event, Done) and event.status != "done":
             raise RuntimeError(f"turn failed: {event}")

@@ -63,16 +63,17 @@ async def _latency(signals: int) -> list[float]:
         policy = TriggerPolicy(kinds=frozenset({"signal.fired"}), min_severity="info", hourly_cap=10**6)
         watcher = Watcher(hub=hub, policy=policy)
 
-        import watch.investigate as investigate
+        import agent.live as live
 
-        original = investigate.turn_start
+        # The registry starts every investigation's turn through this name.
+        original = live.turn_start
 
         async def turn_start_timed(**kwargs: object) -> object:
             handle = await original(**kwargs)  # type: ignore[arg-type]
             started.put_nowait(time.monotonic())
             return handle
 
-        investigate.turn_start = turn_start_timed  # type: ignore[assignment]
+        live.turn_start = turn_start_timed  # type: ignore[assignment]
         task = asyncio.get_running_loop().create_task(watcher.run())
         await watcher.connected.wait()
         latencies = []
@@ -84,7 +85,7 @@ async def _latency(signals: int) -> list[float]:
                 while watcher.investigations:
                     await asyncio.gather(*watcher.investigations)
         finally:
-            investigate.turn_start = original
+            live.turn_start = original
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
             await turn_registry_close()

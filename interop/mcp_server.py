@@ -49,7 +49,8 @@ from mcp.types import (
 )
 
 from agent.engine.budgets import Budgets
-from agent.engine.runner import TurnRejected, turn_start
+from agent.engine.runner import TurnRejected
+from agent.live import turn_start_unfollowed
 from agent.version import NAME, hermes_version
 from interop.mcp_progress import ProgressReport, TurnProgress
 from interop.peers import peer_allowance, peer_may_propose
@@ -152,7 +153,7 @@ async def hermes_ask(arguments: dict[str, Any], *, peer: str, progress: Progress
     if timeout is not None:
         budgets = dataclasses.replace(budgets, timeout=min(budgets.timeout, float(timeout)))
     try:
-        handle = await turn_start(
+        handle = await turn_start_unfollowed(
             text=message,
             actor=actor,
             origin="mcp",

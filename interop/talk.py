@@ -21,7 +21,8 @@ from typing import Literal
 from channels.db import database_sync_to_async
 from django.utils import timezone
 
-from agent.engine.runner import TurnHandle, turn_start
+from agent.engine.runner import TurnHandle
+from agent.live import turn_start_unfollowed
 from agent.store import ledger
 from interop import services
 from interop.outbound import SendRefusal, SendResult, conversation_send, replies_same, stop_marker_in
@@ -182,7 +183,7 @@ class Talk:
 
     async def _read(self, result: SendResult, text: str) -> TurnAnswer:
         """Run the Hermes turn that reads `result`'s reply; the ledger records the exchange under it."""
-        self._turn = await turn_start(
+        self._turn = await turn_start_unfollowed(
             text=text,
             actor=self.actor,
             origin="a2a",

@@ -5,7 +5,7 @@ event in an allowlisted room decides what it is:
 
 - an operator's message that mentions Hermes, or any operator message in a thread Hermes is in:
   a question. One Matrix thread is one Hermes session (origin `matrix`, actor `operator:<name>`);
-  the turn is started with `turn_start` and handed to the live registry, exactly as the control
+  the turn is started through the live registry (`TurnRegistry.start`), exactly as the control
   room does, so it is watched and stopped from the control room too. A question to a session
   whose turn is still running is answered "still working on the last one", never interleaved;
 - "stop" in such a thread: the running turn is stopped (wherever it runs);
@@ -42,7 +42,7 @@ from channels.db import database_sync_to_async
 from nio import AsyncClient, AsyncClientConfig, JoinError, SyncError, SyncResponse
 
 from agent.conversation.events import Approval
-from agent.engine.runner import TurnRejected, turn_start
+from agent.engine.runner import TurnRejected
 from agent.live import turn_registry
 from agent.models import Turn
 from agent.tools.hub import ToolHub
@@ -364,7 +364,7 @@ class MatrixBridge:
     ) -> str:
         """Start the turn now (so a second question in the thread finds it busy), follow it in a task."""
         try:
-            handle = await turn_start(
+            handle = await turn_registry().start(
                 text=text,
                 actor=f"operator:{operator}",
                 origin="matrix",
@@ -372,14 +372,13 @@ class MatrixBridge:
                 hub=self.hub,
             )
         except TurnRejected as rejected:
-            await self._notice(room_id, root, event_id, BUSY if rejected.code == "session_busy" else rejected.message)
-            return "busy" if rejected.code == "session_busy" else "rejected"
+            await self._notice(room_id, root, event_id, rejected.operator_message(busy=BUSY))
+            return "busy" if rejected.busy else "rejected"
         if thread is None:
             await database_sync_to_async(services.thread_link)(
                 room_id=room_id, root_event_id=root, session_id=handle.session_id
             )
             thread = ThreadRef(room_id, root, handle.session_id)
-        await turn_registry().turn_follow(handle)
         stream = AnswerStream(
             sender=self.sender,
             thread=thread,

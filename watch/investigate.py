@@ -1,6 +1,6 @@
 """Running an investigation: the brief, the read-only tool hub, and the escalation it ends with.
 
-An investigation is an ordinary turn — `turn_start` and the live registry, like a question typed
+An investigation is an ordinary turn — started through the live registry, like a question typed
 in the control room — so it has the same ledger, live view and Stop, and the operator continues
 its session like any other. Only three things differ: who asks (`agent:hermes`, origin `signal`),
 the question (a brief written from the event), and the tools: its origin makes it read-only
@@ -24,7 +24,7 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 
-from agent.engine.runner import TurnRejected, turn_start
+from agent.engine.runner import TurnRejected
 from agent.live import turn_registry
 from agent.models import Activity, Message, Turn
 from agent.tools.hub import ToolHub
@@ -183,7 +183,7 @@ async def investigation_run(
     propose = WatchConfig.from_settings().may_propose if may_propose is None else may_propose
     started = time.monotonic()
     try:
-        handle = await turn_start(
+        handle = await turn_registry().start(
             text=investigation_brief(investigation),
             actor=services.ACTOR,
             origin=services.ORIGIN,
@@ -206,7 +206,6 @@ async def investigation_run(
         handle.turn_id,
         (time.monotonic() - started) * 1000,
     )
-    await turn_registry().turn_follow(handle)
     await handle.wait()
     await investigation_escalate(investigation_id=investigation_id, turn_id=handle.turn_id)
     return handle.turn_id

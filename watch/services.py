@@ -19,6 +19,7 @@ from django.db.models import F, Max
 from django.utils import timezone
 
 from agent import presence
+from agent.engine import runner
 from agent.models import AgentSession, Turn
 from common.redaction import redact
 from watch.models import Investigation, WatchedEvent
@@ -248,7 +249,7 @@ def investigations_recover(*, watcher: uuid.UUID | None = None, now: datetime | 
     turns = _investigation_turns(candidates)
     # A turn whose watcher died is `running` until someone looks: this is someone.
     running = any(status == Turn.Status.RUNNING for _turn, status in turns.values())
-    if running and presence.turns_interrupt_orphaned():
+    if running and presence.turns_interrupt_orphaned(running=runner.running):
         turns = _investigation_turns(candidates)
     owners = {row.owner for row in candidates if row.owner is not None and row.owner != me}
     gone, undecided = presence.owners_gone(owners)

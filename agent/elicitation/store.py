@@ -4,7 +4,7 @@ Who waits and who answers may be different processes: the turn's engine waits in
 owns the turn, while the operator answers from whichever process served the page or the API call.
 So the answer goes to the database first (one conditional update: exactly one answer wins, a
 second gets `ElicitationClosed`), then a wake-up goes through the channel layer to the turn's
-owner (`elicitation.answered` to `turn_group`, see `agent.live`) and to every page showing the
+owner (`elicitation.answered` to `turn_group`, see `agent.broadcast`) and to every page showing the
 rail (`elicitations.changed` to `ELICITATIONS_GROUP`). A lost wake-up costs a few seconds, never
 the answer: the waiter also looks at the row every `RECHECK_SECONDS`.
 """
@@ -23,6 +23,7 @@ from channels.layers import get_channel_layer
 from django.db import transaction
 from django.utils import timezone
 
+from agent.broadcast import ELICITATIONS_GROUP, turn_group
 from agent.elicitation.types import (
     ACTIONS,
     ElicitationAnswer,
@@ -35,9 +36,6 @@ from agent.elicitation.types import (
 from agent.models import Activity, Elicitation
 
 logger = logging.getLogger(__name__)
-
-# Every page with the rail listens here: an elicitation was raised or answered somewhere.
-ELICITATIONS_GROUP = "hermes.elicitations"
 
 # How often a waiter looks at the row in case a wake-up was lost (a channel layer hiccup).
 RECHECK_SECONDS = 2.0
@@ -279,8 +277,6 @@ def elicitation_wake(elicitation_id: str) -> None:
 
 async def elicitation_answered_publish(row: Elicitation) -> None:
     """Tell the turn's owner (wherever it runs) and every rail that `row` was answered."""
-    from agent.live import turn_group  # live imports the engine, which imports this module
-
     elicitation_wake(str(row.pk))
     layer = get_channel_layer()
     if layer is None:

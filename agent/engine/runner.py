@@ -2,8 +2,10 @@
 
 `turn_start` checks what can be checked before anything is stored (the model is configured, the
 session exists, the question is sane), stores the question, and runs the loop in a task of its
-own. Transports read events from the returned `TurnHandle`; a reader that goes away (a closed
-browser tab, a dropped `curl`) never stops or corrupts the turn — only `cancel()` does.
+own, counted in `running` (the one registry of this process's turns). Transports call it through
+`agent.live.TurnRegistry.start`, which also follows the turn, and read events from the returned
+`TurnHandle`; a reader that goes away (a closed browser tab, a dropped `curl`) never stops or
+corrupts the turn — only `cancel()` does.
 """
 
 from __future__ import annotations
@@ -49,9 +51,16 @@ class TurnRejected(Exception):
         # Seconds after which asking again may succeed (`budget_exhausted`, `rate_limited`); 0: unknown.
         self.retry_after = retry_after
 
+    @property
+    def busy(self) -> bool:
+        """Another turn of the session runs: each frontend says how to wait or stop in its own words."""
+        return self.code == "session_busy"
 
-# The turns running in this process. Strong references: the event loop keeps only weak ones to tasks.
-_running: dict[uuid.UUID, TurnHandle] = {}
+    def operator_message(self, *, busy: str) -> str:
+        """What an operator is told: the refusal's message, or the frontend's own `busy` words."""
+        return busy if self.busy else self.message
+
+
 # Set once this process begins to shut down: it starts no new turn.
 _shutting_down = False
 
@@ -70,6 +79,8 @@ class TurnHandle:
     actor: str = ""
     # The model answering this turn.
     model: str = ""
+    # Turns of this session found orphaned (their process gone) and interrupted as this one began.
+    interrupted: list[uuid.UUID] = field(default_factory=list)
     task: asyncio.Task[None] | None = None
     # How the turn is asked to stop; its loop reads it.
     stop: StopRequest = field(default_factory=StopRequest)
@@ -130,6 +141,39 @@ class TurnHandle:
     async def wait(self) -> None:
         if self.task:
             await asyncio.shield(self.task)
+
+
+class RunningTurns:
+    """The turns this process runs, by id: the one registry of them.
+
+    A turn counts from just before its row is stored (`reserve`) until its task ends, so presence's
+    orphan sweep (`presence.turns_interrupt_orphaned`, which is handed this registry) never takes a
+    turn of this process for one whose process is gone. Shutdown interrupts the turns it holds.
+    Read from database threads too: each method is one dictionary operation.
+    """
+
+    def __init__(self) -> None:
+        # Strong references (the event loop keeps only weak ones to tasks); None while the turn is stored.
+        self._handles: dict[uuid.UUID, TurnHandle | None] = {}
+
+    def __contains__(self, turn_id: object) -> bool:
+        return turn_id in self._handles
+
+    def reserve(self, turn_id: uuid.UUID) -> None:
+        self._handles[turn_id] = None
+
+    def add(self, handle: TurnHandle) -> None:
+        self._handles[handle.turn_id] = handle
+
+    def discard(self, turn_id: uuid.UUID) -> None:
+        self._handles.pop(turn_id, None)
+
+    def handles(self) -> list[TurnHandle]:
+        """The turns whose tasks run now."""
+        return [handle for handle in list(self._handles.values()) if handle is not None]
+
+
+running = RunningTurns()
 
 
 def model_check(model: str | None) -> None:
@@ -257,6 +301,7 @@ async def turn_start(
         question=question,
         actor=actor,
         model=begun.model,
+        interrupted=begun.interrupted,
     )
     loop = TurnLoop(
         state=TurnState(
@@ -285,37 +330,36 @@ async def turn_start(
     # scope) from whichever transport started it.
     task = asyncio.get_running_loop().create_task(loop.run(), context=contextvars.Context())
     handle.task = task
-    _running[handle.turn_id] = handle
-    task.add_done_callback(lambda _task: _turn_ended(handle.turn_id))
-    if begun.interrupted:
-        from agent.live import turn_registry  # live follows turns started here
-
-        # In the background, once the turn runs: a caller cancelled while pages are told about the
-        # turns it found orphaned must not leave its own turn stored `running` with no task.
-        turn_registry().turns_interrupted_announce(begun.interrupted)
+    running.add(handle)
+    task.add_done_callback(lambda _task: running.discard(handle.turn_id))
     return handle
 
 
 async def _begin_uncancelled(**begin: Any) -> session_store.TurnBegun:
     """`session_store.turn_begin`, which a cancelled caller cannot leave half done.
 
+    The turn counts as running here (`running`) from before its row commits: a sweep in this
+    process between the commit and the task's start must not take it for an orphan.
+
     Cancelling the await does not stop the database thread: the question would be stored and its
     turn left `running`, with no task to run it, until this process ends. So the storing finishes,
     and a turn nobody will run is closed before the cancellation goes on.
     """
+    turn_id = uuid.uuid4()
+    running.reserve(turn_id)
 
     async def close(begun: session_store.TurnBegun) -> None:
-        presence.turn_running_discard(begun.turn_id)
+        running.discard(begun.turn_id)
         await db_call(
             presence.turns_interrupt, turn_ids=[begun.turn_id], error="The caller went away before the turn started."
         )
 
-    return await db_through_cancel(db_call(session_store.turn_begin, **begin), undo=close)
-
-
-def _turn_ended(turn_id: uuid.UUID) -> None:
-    _running.pop(turn_id, None)
-    presence.turn_running_discard(turn_id)
+    try:
+        stored = db_call(session_store.turn_begin, turn_id=turn_id, running=running, **begin)
+        return await db_through_cancel(stored, undo=close)
+    except BaseException:
+        running.discard(turn_id)
+        raise
 
 
 async def turns_shutdown(*, reason: str = "Hermes was stopped while answering.", grace: float = 10.0) -> int:
@@ -327,7 +371,7 @@ async def turns_shutdown(*, reason: str = "Hermes was stopped while answering.",
     """
     global _shutting_down
     _shutting_down = True
-    handles = list(_running.values())
+    handles = running.handles()
     for handle in handles:
         handle.interrupt(reason)
     tasks = [handle.task for handle in handles if handle.task is not None]

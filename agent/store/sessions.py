@@ -1,9 +1,11 @@
-"""TODO docstring."""
+"""A session as stored: a turn's beginning (the question, the session's history read once, a crash's
+repair, the budget's admission) and the record of a compaction. Synchronous and transactional; the
+runner calls them on a database thread (`common.db.db_call`)."""
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Collection
+from collections.abc import Collection, Container
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,7 +31,9 @@ TITLE_MAX = 80
 _SESSION_NEW = Insert(AgentSession, ["actor", "origin", "title", "model", "created_at", "last_active_at"])
 
 
-_TURN_NEW = Insert(Turn, ["session_id", "actor", "model", "owner", "started_at", "heartbeat_at", "tokens_reserved"])
+_TURN_NEW = Insert(
+    Turn, ["id", "session_id", "actor", "model", "owner", "started_at", "heartbeat_at", "tokens_reserved"]
+)
 
 
 class SessionNotFound(Exception):
@@ -97,6 +101,8 @@ def _session_repair(session: AgentSession, context: SessionContext) -> StoredMes
 
 def turn_begin(
     *,
+    running: Container[uuid.UUID],
+    turn_id: uuid.UUID | None = None,
     session_id: uuid.UUID | None,
     actor: str,
     origin: str,
@@ -121,12 +127,16 @@ def turn_begin(
 
     Raises `SessionNotFound`, or `SessionBusy` while another turn of the session runs. A turn whose
     process is gone does not count: it is interrupted here first (`turns_interrupt_orphaned`), so
-    a session is usable the moment a restarted Hermes listens.
+    a session is usable the moment a restarted Hermes listens. `running` holds the turns this
+    process runs (`agent.engine.runner.running`, which counts `turn_id` already): one of this
+    process's turns not in it is gone too.
     """
     # Announced outside the transaction: a refused turn must not roll back the announcement.
     owner = presence.presence_current().instance_id
     with transaction.atomic():
         return _turn_begin(
+            running=running,
+            turn_id=turn_id or uuid.uuid4(),
             session_id=session_id,
             actor=actor,
             origin=origin,
@@ -142,6 +152,8 @@ def turn_begin(
 
 def _turn_begin(
     *,
+    running: Container[uuid.UUID],
+    turn_id: uuid.UUID,
     session_id: uuid.UUID | None,
     actor: str,
     origin: str,
@@ -157,7 +169,9 @@ def _turn_begin(
     # sessions' orphans end when a process starts, on Stop, or at their own next question; sweeping
     # them all here made every question read every running turn (a sixth of the server's time
     # with 200 questions at once). A new session has nothing to free.
-    interrupted = turns_interrupt_orphaned(stale_after=stale_after, session_id=session_id) if session_id else []
+    interrupted = (
+        turns_interrupt_orphaned(running=running, stale_after=stale_after, session_id=session_id) if session_id else []
+    )
     session: AgentSession | None = None
     earlier = SessionContext(messages=[])
     repaired: StoredMessage | None = None
@@ -200,6 +214,7 @@ def _turn_begin(
         # The session (when new), the turn and its question share the moment the question arrived.
         turn_pk = _TURN_NEW.run(
             cursor,
+            id=turn_id,
             session_id=session_pk,
             actor=actor,
             model=used,
@@ -208,9 +223,6 @@ def _turn_begin(
             heartbeat_at=now,
             tokens_reserved=hold,
         )
-        # Counted as running here before the commit, so a sweep in this process between the commit
-        # and the turn's task starting cannot take it for an orphan.
-        presence.turn_running_add(turn_pk)
         question_pk = message_store(
             cursor, session_id=session_pk, turn_id=turn_pk, role=Message.Role.USER, content=question, now=now
         )

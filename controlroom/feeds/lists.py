@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from agent.live import SESSIONS_GROUP
+from agent.broadcast import SESSIONS_GROUP
 from controlroom import fragments
 from controlroom.feeds import Page
 from oikos.approvals import approvals_listed

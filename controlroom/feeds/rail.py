@@ -7,7 +7,8 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 
-from agent.elicitation.store import ELICITATIONS_GROUP, elicitations_pending
+from agent.broadcast import ELICITATIONS_GROUP
+from agent.elicitation.store import elicitations_pending
 from agent.proposals import PROPOSALS_GROUP, proposals_pending
 from controlroom import fragments
 from controlroom.feeds import Page

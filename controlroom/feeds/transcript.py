@@ -16,8 +16,9 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 
+from agent.broadcast import session_group
 from agent.conversation.events import Event, TurnStart, event_from_dict
-from agent.live import session_group, turn_registry
+from agent.live import turn_registry
 from controlroom import fragments, selectors
 from controlroom.feeds import Page
 from oikos.rail import ApprovalState

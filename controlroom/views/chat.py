@@ -14,7 +14,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import push_url, reswap, retarget
 
 from agent.elicitation.store import elicitation_by_operator
-from agent.engine.runner import TurnRejected, turn_start
+from agent.engine.runner import TurnRejected
 from agent.live import turn_registry
 from controlroom import selectors
 from controlroom.forms import AskForm
@@ -83,7 +83,7 @@ async def ask(request: HtmxHttpRequest) -> HttpResponse:
     current = await database_sync_to_async(selectors.session_model)(session_id=session_id)
     model = picked if picked and picked != current else None
     try:
-        handle = await turn_start(
+        handle = await turn_registry().start(
             text=text,
             actor=turn_actor(operator),
             origin="ui",
@@ -92,9 +92,8 @@ async def ask(request: HtmxHttpRequest) -> HttpResponse:
             answerer=elicitation_by_operator,
         )
     except TurnRejected as rejected:
-        error = BUSY if rejected.code == "session_busy" else rejected.message
+        error = rejected.operator_message(busy=BUSY)
         return await _composer(request, place=place, session_id=session_id, text=text, error=error)
-    await turn_registry().turn_follow(handle)
     await request.session.aset(DRAWER_SESSION_KEY, str(handle.session_id))
     if not request.htmx:
         return redirect("controlroom:session", session_id=handle.session_id)

@@ -32,7 +32,7 @@ from django.conf import settings
 
 from agent.conversation.events import Event
 from agent.engine.budgets import Budgets
-from agent.engine.runner import TurnHandle, TurnRejected, turn_start
+from agent.engine.runner import TurnHandle, TurnRejected
 from agent.live import turn_registry
 from agent.selectors import turn_status
 from common.db import db_through_cancel
@@ -143,9 +143,8 @@ async def inbound_turn(
     assert begun.conversation_id is not None
     handle = await _turn_start(peer, question, begun)
     try:
-        # Inside the `try`: a caller gone from here on cancels the turn, and its exchange still
-        # records which turn that was (the registry follows the turn all the same, to its end).
-        await turn_registry().turn_follow(handle)
+        # A caller gone from here on (even while the registry took the turn over, `TurnRegistry.start`)
+        # cancels the turn, and its exchange still records which turn that was.
         await database_sync_to_async(services.inbound_exchange_started)(
             exchange_id=begun.exchange_id,
             conversation_id=begun.conversation_id,
@@ -201,7 +200,7 @@ async def _turn_start(peer: str, text: str, begun: services.ExchangeBegun) -> Tu
     session_id = begun.session_id
     for _attempt in (1, 2):
         try:
-            return await turn_start(
+            return await turn_registry().start(
                 text=text,
                 actor=f"peer:{peer}",
                 origin="a2a",

@@ -39,7 +39,7 @@ def _begin(admission: Admission, outcomes: list[int | str], barrier: threading.B
         barrier.wait()
         begun = session_store.turn_begin(
             session_id=None, actor="operator:ana", origin="ui", text="is caddy up?", model="claude-sonnet-5",
-            admission=admission,
+            admission=admission, running=(),
         )  # fmt: skip
         outcomes.append(begun.hold)
     except BudgetRefused as refused:
@@ -78,7 +78,7 @@ class TestAdmission:
         with pytest.raises(BudgetRefused) as refused:
             session_store.turn_begin(
                 session_id=None, actor="operator:ana", origin="ui", text="and now?", model="claude-sonnet-5",
-                admission=Admission(kind="interactive", turn_tokens=3_000),
+                admission=Admission(kind="interactive", turn_tokens=3_000), running=(),
             )  # fmt: skip
 
         # Refused only because of what a running turn holds: worth asking again soon, not tomorrow.

@@ -15,9 +15,10 @@ from channels.layers import BaseChannelLayer, InMemoryChannelLayer
 from channels_redis.core import RedisChannelLayer
 from pytest_django.fixtures import Settings
 
+from agent.broadcast import session_group
 from agent.conversation.events import Done, TextDelta, TurnStart
 from agent.engine.runner import TurnHandle, turn_start
-from agent.live import LISTENERS_RECHECK_SECONDS, LiveTurn, TurnRegistry, session_group
+from agent.live import LISTENERS_RECHECK_SECONDS, LiveTurn, TurnRegistry
 from agent.models import AgentSession
 from oikos_sim.server import RunningSim
 from tests.fakes import FakeAnthropic, Reply

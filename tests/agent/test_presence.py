@@ -104,7 +104,7 @@ class TestOrphanedTurns:
         stale_far = running_turn(elsewhere.id, beat_age=3600)
         ownerless = running_turn(None, beat_age=3600)
 
-        ended = presence.turns_interrupt_orphaned(stale_after=90)
+        ended = presence.turns_interrupt_orphaned(running=(), stale_after=90)
 
         assert set(ended) == {orphan.id, stale_far.id, ownerless.id}
         statuses = dict(Turn.objects.values_list("id", "status"))
@@ -114,7 +114,12 @@ class TestOrphanedTurns:
     def test_a_turn_this_process_owns_but_no_longer_runs_is_interrupted(self) -> None:
         mine = presence.presence_current().instance_id
         forgotten = running_turn(mine)
-        assert presence.turns_interrupt_orphaned() == [forgotten.id]
+        assert presence.turns_interrupt_orphaned(running=()) == [forgotten.id]
+
+    def test_a_turn_this_process_still_runs_is_left_alone_however_old(self) -> None:
+        mine = presence.presence_current().instance_id
+        runs = running_turn(mine, beat_age=3600)
+        assert presence.turns_interrupt_orphaned(running={runs.id}, stale_after=90) == []
 
 
 @pytest.mark.django_db

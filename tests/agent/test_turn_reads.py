@@ -38,7 +38,12 @@ def test_a_turn_reads_the_session_once_from_its_latest_summary_on() -> None:
 
     with CaptureQueriesContext(connection) as queries:
         begun = session_store.turn_begin(
-            session_id=session.pk, actor="operator:test", origin="test", text="and now?", model="claude-sonnet-5"
+            running=(),
+            session_id=session.pk,
+            actor="operator:test",
+            origin="test",
+            text="and now?",
+            model="claude-sonnet-5",
         )
 
     reads = [q["sql"] for q in queries.captured_queries if q["sql"].lstrip().upper().startswith("SELECT")]

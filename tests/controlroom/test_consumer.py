@@ -18,8 +18,9 @@ import pytest
 from channels.db import database_sync_to_async
 from channels.layers import BaseChannelLayer
 
+from agent.broadcast import session_group
 from agent.conversation.events import TextDelta
-from agent.live import TurnRegistry, session_group, turn_registry
+from agent.live import TurnRegistry, turn_registry
 from agent.models import Message, Turn
 from controlroom import selectors
 from oikos_sim.server import RunningSim

@@ -22,7 +22,7 @@ from channels.layers import BaseChannelLayer, InMemoryChannelLayer, get_channel_
 from django.db import connections
 from pytest_django.fixtures import Settings
 
-from agent.engine.runner import TurnHandle, turn_start
+from agent.engine.runner import TurnHandle
 from agent.live import turn_registry, turn_registry_close
 from agent.llm import llm_client_close
 from agent.tools import tool_hub_close
@@ -88,5 +88,4 @@ async def _layer(kind: str, settings: Settings, request: pytest.FixtureRequest) 
 
 
 async def live_turn(text: str, *, session_id: uuid.UUID | None = None) -> TurnHandle:
-    handle = await turn_start(text=text, actor="operator:test", origin="ui", session_id=session_id)
-    return await turn_registry().turn_follow(handle)
+    return await turn_registry().start(text=text, actor="operator:test", origin="ui", session_id=session_id)

@@ -21,7 +21,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from agent import presence
 from agent.conversation.events import Approval, Done, ElicitationEvent, Error, Event, TextDelta, ToolResult, ToolUse
 from agent.elicitation.terminal import TerminalAnswerer
-from agent.engine.runner import TurnRejected, turn_start
+from agent.engine.runner import TurnRejected
+from agent.live import turn_start_unfollowed
 from agent.tools.config import MCPConfigError
 from agent.tools.hub import tool_hub
 
@@ -104,7 +105,7 @@ async def _ask(
         raise CommandError(str(exc), returncode=EXIT_REJECTED) from None
     try:
         try:
-            handle = await turn_start(
+            handle = await turn_start_unfollowed(
                 text=question,
                 actor=actor,
                 origin="cli",
