@@ -1,39 +1,9 @@
 """Live turns: one registry per process, owning the turns started in it.
 
-Every turn a Hermes server runs — asked in the control room, over `POST /chat`, or by a peer
-agent — is started through the registry (`TurnRegistry.start`) and runs in a task of its own
-(`turn_start`), never inside a websocket consumer (Channels handles one consumer's messages one at
-a time: a turn there would block that socket's later frames) nor inside a request's lifetime. A *pump*
-task per turn reads the turn's events and publishes them to the session's channel-layer group,
-where every open control room on that session listens, in whichever process it lives. So an
-operator watches a script's or a peer's turn as it happens, and can stop it from any tab or over
-HTTP. Closing every tab (or dropping the stream) leaves the turn running; it is stored as it goes.
-
-What travels through the layer, and why:
-- `turn.event` to `session_group(session)`: `{turn_id, session_id, first, through, events}`. One
-  numbering serves every listener: the turn's *engine* events (`TurnHandle.log`, from 1, the
-  numbering of `/chat`'s SSE ids); a message carries those numbered `first` to `through`
-  (`TurnStart`, which opens every turn, is number 0). A control room whose next message does not
-  start at its last `through + 1` missed one and asks for the state; a follower in another process
-  resumes by number (see `turn.replay`). Text and thinking deltas are coalesced
-  (`agent.wire.Coalescer`, for `COALESCE_SECONDS`: the in-memory layer silently drops messages
-  past a channel's capacity; per token deltas would flood it), and a block's end adds a `TextEnd`
-  (or `ThinkingEnd`) carrying its full text, so a dropped delta never corrupts the rendered answer.
-- `turn.stop` and `turn.state.request` to `turn_group(turn)`: only the owning process's control
-  channel is in that group, so Stop (any tab, `POST /turns/<id>/stop`) in any process reaches the
-  one process that can cancel the task, and a socket that (re)connects mid-turn gets the turn so
-  far from it.
-- `elicitation.answered` to `turn_group(turn)`: an operator answered an MCP server's question of
-  that turn (stored first); the owner wakes the engine waiting for it (`agent.elicitation.store`).
-- `sessions.changed` to `SESSIONS_GROUP` when a turn starts and when it ends, for session lists.
-- `turn.state`, sent straight to the asking consumer's channel: `{turn_id, session_id, through,
-  start, events}`, the turn's events up to `through` with text merged per block.
-- `turn.replay.request` to `turn_group(turn)` (`{turn_id, reply_to, after}`), answered with
-  `turn.replay` straight to `reply_to`: `{turn_id, session_id, through, events}`, the engine events
-  numbered `after + 1 .. through`, uncoalesced. It is answered only at a boundary of what was
-  published (`through` of a `turn.event` already sent), so a follower that joined the session group
-  before asking takes the `turn.event`s with a larger `through` and drops the rest: nothing twice,
-  nothing missed (`GET /turns/<id>/events` from another process).
+Every turn a server runs is started through the registry (`TurnRegistry.start`) and runs in a task of
+its own; a pump per turn publishes its events to the session's channel-layer group, where every open
+page on that session listens, in whichever process it lives. The messages, their one numbering and
+why each exists: docs/architecture.md, "The live protocol".
 """
 
 from __future__ import annotations

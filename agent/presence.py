@@ -1,30 +1,11 @@
 """Process presence: which Hermes process owns a running turn, and whether that process still lives.
 
-A session answers one question at a time, so a turn left `running` by a process that is gone locks
-its session until someone notices. Waiting out a heartbeat timeout made that ~90 s after every
-restart; instead each process announces itself (an `Instance` row) and stamps the turns it starts
-with its id, and whoever next looks (a new question in the session, Stop, a process starting)
-decides from the owner whether the turn can still finish. The signals, fastest first:
-
-1. A clean shutdown sets `stopped_at` after interrupting its own turns.
-2. PostgreSQL: each process holds a session-level advisory lock on a connection of its own while it
-   lives. The server releases it the moment the process's socket closes (crash, SIGKILL, OOM,
-   container removed), on whatever host the process ran. A lock nobody holds is a dead owner.
-3. Same machine (hostname and kernel boot id match): the owner's pid is gone, a zombie, or a new
-   process that reused the pid (its start time differs). This is what SQLite deployments, `ask` and
-   `mcp_serve` rely on, and it needs no extra connection.
-4. Otherwise (another host without the lock, or a turn older than ownership) the turn's heartbeat:
-   older than `HERMES_TURN_STALE_SECONDS` means the process is gone.
-
-An owner that is provably alive keeps its turns however long they take: its own deadline ends them.
-This process's turns are alive while its runner still runs them: whoever sweeps hands the sweep the
-runner's registry (`agent.engine.runner.running`), which sits above this module.
-
-A database blip closes the lock's connection, and PostgreSQL releases the lock: to everyone else this
-process looks gone, and the next process to look interrupts its turns. So a keeper thread checks the
-connection every `LOCK_CHECK_SECONDS` and takes the same lock again on a new one as soon as the
-database answers; turns interrupted meanwhile write nothing more (every write of a running turn is
-conditional on it still being this process's, agent/store/turns.py), so they stop honestly.
+Each process announces itself (an `Instance` row) and stamps the turns it starts with its id;
+whoever next looks decides from the owner whether the turn can still finish: a clean shutdown, the
+PostgreSQL advisory lock, the pid on the same machine, else the heartbeat. The signals and why they
+are ordered so: docs/architecture.md, "Presence". This process's own turns are alive while its
+runner runs them: the sweep is handed the runner's registry (`agent.engine.runner.running`), which
+sits above this module.
 
 Rejected: a Redis key with a TTL (a dead process still holds the session for the TTL, and SQLite
 deployments have no Redis); a lock in one process's memory (useless across processes).

@@ -1,21 +1,9 @@
 """`GET /turns/<id>/events`: pick a turn's event stream up again after a dropped `/chat`.
 
-One numbering for both routes: an event's SSE `id` is its number among the turn's engine events,
-from 1 (`TurnHandle.log`). `/chat` sends every one; this route sends those after the client's
-`Last-Event-ID` (or `?after=N`; the header wins, as a reconnecting EventSource sends it), then
-follows the rest live until `done`. Where the turn runs decides how:
-
-- **In this process** (its registry owns it): straight from the turn's handle, event for event.
-- **In another process**: this one joins the session's channel-layer group *first*, then asks the
-  owner for the engine events after N (`turn.replay`, answered at a boundary of what the owner has
-  published), then follows the group's `turn.event`s whose `through` lies beyond that boundary.
-  The owner coalesces text deltas for the layer, so live text here may arrive as fewer, longer
-  `text` events; each carries the number of the last delta it holds. Numbers only grow, so a client
-  that drops again resumes from whatever `id` it saw last, with nothing lost or repeated.
-- **Finished** (or a running turn nobody answers for, once the database says it ended): the stored
-  outcome, since the events themselves are gone: `answer` (every text block of the turn, whole),
-  `error` when it did not end `done` (`code` is the stop reason), then `done`. These carry no `id`:
-  they are not the turn's events but its result, and `answer` replaces whatever text the client has.
+An event's SSE `id` is its number among the turn's engine events, from 1, on both routes. This one
+sends those after `Last-Event-ID` (or `?after=N`), then follows the rest live until `done`: from the
+turn's handle in this process, through the channel layer from another, or the stored outcome once it
+ended (docs/architecture.md, "The live protocol", "Resuming a stream").
 """
 
 from __future__ import annotations

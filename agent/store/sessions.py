@@ -167,8 +167,8 @@ def _turn_begin(
 ) -> TurnBegun:
     # Only this session's turns: a question frees its own session of a dead process's turn. Other
     # sessions' orphans end when a process starts, on Stop, or at their own next question; sweeping
-    # them all here made every question read every running turn (a sixth of the server's time
-    # with 200 questions at once). A new session has nothing to free.
+    # them all here made every question read every running turn (docs/performance.md). A new
+    # session has nothing to free.
     interrupted = (
         turns_interrupt_orphaned(running=running, stale_after=stale_after, session_id=session_id) if session_id else []
     )
