@@ -13,7 +13,8 @@ Printed, per database (SQLite with the in-memory layer, PostgreSQL with Redis):
 - `--concurrency` turns at once (`--rounds` batches, each side in turn, and the medians of their
   ratios): each side's wall, the ratio (target ≤ 1.5x), failures (target 0),
   and the p99 over streams of each stream's longest silence — the longest gap between two events
-  it received, counted from the moment it asked (target ≤ 250 ms); then, from Daphne's `/metrics`
+  it received, counted from the moment it asked (target ≤ 1.3x the minimal loop's own: on two shared
+  cores no agent reaches an absolute figure), and CPU per turn (target ≤ 1.25x); then, from Daphne's `/metrics`
   over the batch, how late its event loop ran, how many model calls failed and were retried and how
   many tool calls failed, and each database call's wait for a thread and run.
 
@@ -285,22 +286,25 @@ async def _measure(
                     f"    {name:8} {batch.wall:>7.2f} {batch.median():>6.2f} {len(batch.failed):>6} "
                     f"{batch.silence_p99() * 1000:>15.0f} {cpu}"
                 )
+            cpu_ratio = ours.cpu / base.cpu if ours.cpu and base.cpu else float("nan")
+            silence_ratio = ours.silence_p99() / base.silence_p99()
             print(
                 f"    wall ratio {ours.wall / base.wall:.2f}x (target <= 1.5x), Hermes failures {len(ours.failed)} "
-                f"(target 0), Hermes silence p99 {ours.silence_p99() * 1000:.0f} ms (target <= 250 ms)"
+                f"(target 0), CPU per turn ratio {cpu_ratio:.2f}x (target <= 1.25x), "
+                f"silence p99 ratio {silence_ratio:.2f}x (target <= 1.3x)"
             )
             for problem in sorted({run.problem for run in ours.failed + base.failed})[:5]:
                 print(f"    failed: {problem}")
             _print_inside(*inside, wall=ours.wall)
             failures += len(ours.failed) + len(base.failed)
-            cpu_ratio = ours.cpu / base.cpu if ours.cpu and base.cpu else float("nan")
-            ratios.append((ours.wall / base.wall, cpu_ratio, ours.silence_p99() / base.silence_p99()))
+            ratios.append((ours.wall / base.wall, cpu_ratio, silence_ratio))
         if rounds > 1:
             walls, cpus, silences = (sorted(column) for column in zip(*ratios, strict=True))
             print(
                 f"  over {rounds} rounds, median (range): wall ratio {statistics.median(walls):.2f}x "
-                f"({walls[0]:.2f}-{walls[-1]:.2f}x), CPU per turn ratio {statistics.median(cpus):.2f}x "
-                f"({cpus[0]:.2f}-{cpus[-1]:.2f}x), silence p99 ratio {statistics.median(silences):.2f}x"
+                f"({walls[0]:.2f}-{walls[-1]:.2f}x; target <= 1.5x), CPU per turn ratio {statistics.median(cpus):.2f}x "
+                f"({cpus[0]:.2f}-{cpus[-1]:.2f}x; target <= 1.25x), silence p99 ratio "
+                f"{statistics.median(silences):.2f}x (target <= 1.3x)"
             )
         return failures
 
