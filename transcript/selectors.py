@@ -276,14 +276,6 @@ def _tool_result_apply(view: TurnView, block: dict[str, Any]) -> None:
         server=tool.server, tool=tool.tool, tool_use_id=tool.tool_use_id, structured=structured
     )
     if approval is not None:
-        item = ApprovalItem(
-            approval_id=approval.approval_id,
-            execution_id=approval.execution_id,
-            target=approval.target,
-            action=approval.action,
-            risk_class=approval.risk_class,
-            status=approval.status,
-            message=approval.message,
-        )
+        item = ApprovalItem.of(approval)
         view.approval_origin_note(item, tool.tool_use_id)
         view.items.append(item)

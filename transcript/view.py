@@ -96,6 +96,19 @@ class ApprovalItem:
     # confirmed (unknown to Oikos, or Oikos unreachable). Until then the card says it is checking.
     checked: bool = False
 
+    @classmethod
+    def of(cls, raised: Approval) -> ApprovalItem:
+        """The card of an approval as the engine reported it (live, or read back from a tool result)."""
+        return cls(
+            approval_id=raised.approval_id,
+            execution_id=raised.execution_id,
+            target=raised.target,
+            action=raised.action,
+            risk_class=raised.risk_class,
+            status=raised.status,
+            message=raised.message,
+        )
+
     # What a tool result said is never enough to decide on: the approval id is the tool's word. A
     # card becomes decidable only as the `ApprovalState` Oikos's REST API confirms (`approval_in`).
     decidable = False
@@ -254,15 +267,7 @@ class TurnView:
         return [Change("item_update", tool)]
 
     def _approval(self, event: Approval) -> list[Change]:
-        approval = ApprovalItem(
-            approval_id=event.approval_id,
-            execution_id=event.execution_id,
-            target=event.target,
-            action=event.action,
-            risk_class=event.risk_class,
-            status=event.status,
-            message=event.message,
-        )
+        approval = ApprovalItem.of(event)
         self.approval_origin_note(approval, event.tool_use_id)
         self.items.append(approval)
         return [Change("item_new", approval)]
