@@ -126,15 +126,6 @@ class Room:
         events.reverse()
         return events
 
-    async def reactions(self, event_id: str) -> list[tuple[str, str]]:
-        """(sender, key) of every reaction on `event_id`, in the order they landed."""
-        return [
-            (str(event["sender"]), str(event["content"]["m.relates_to"].get("key")))
-            for event in await self.events()
-            if event.get("type") == "m.reaction"
-            and (event.get("content") or {}).get("m.relates_to", {}).get("event_id") == event_id
-        ]
-
     async def notified(self, person: Person) -> list[str]:
         """The ids of the room's events the homeserver notified `person` of (stock push rules), oldest first.
 
