@@ -58,7 +58,6 @@ class AnswerStream:
         self.on_approval = on_approval
         # The progress message ("" while there is none).
         self.event_id = ""
-        self.answer_event_id = ""
         self.blocks: dict[int, str] = {}
         self.tools: dict[str, ToolLine] = {}
         self.calls: dict[str, ToolUse] = {}
@@ -83,7 +82,7 @@ class AnswerStream:
             self._changed.set()
             # The progress writer ends after the send it is making (one cut mid-request could land after the answer).
             await asyncio.shield(progress)
-            self.answer_event_id = await asyncio.shield(
+            await asyncio.shield(
                 self.sender.send(
                     room,
                     lambda: in_thread(
