@@ -47,7 +47,7 @@ from agent.live import turn_registry
 from agent.models import Turn
 from agent.tools.hub import ToolHub
 from matrix import selectors, services
-from matrix.answer import AnswerStream
+from matrix.answer import QUIET_SECONDS, AnswerStream
 from matrix.cards import ApprovalCards
 from matrix.config import MatrixSettings
 from matrix.models import MatrixEvent
@@ -87,9 +87,16 @@ class BridgeStats:
 
 class MatrixBridge:
     def __init__(
-        self, *, config: MatrixSettings, hub: ToolHub, escalation_poll_seconds: float = ESCALATION_POLL_SECONDS
+        self,
+        *,
+        config: MatrixSettings,
+        hub: ToolHub,
+        escalation_poll_seconds: float = ESCALATION_POLL_SECONDS,
+        quiet_seconds: float = QUIET_SECONDS,
     ) -> None:
         self.config = config
+        # How long a turn runs before its thread gets a progress message (matrix/answer.py).
+        self.quiet_seconds = quiet_seconds
         self.hub = hub
         self.client = AsyncClient(
             config.homeserver,
@@ -205,6 +212,7 @@ class MatrixBridge:
                 )
                 logger.info("Joined %s: %d earlier events recorded, not answered", room_id, recorded)
             for source in timeline.events:
+                # The bot's own events are never acted on: its ✅/❌ on each card are there to be tapped.
                 if source.get("sender") != self.config.user_id:
                     try:
                         await self.event_handle(room_id, source)
@@ -307,7 +315,13 @@ class MatrixBridge:
         if await self._claim(room_id, event, Kind.QUESTION):
             self.stats.questions += 1
             outcome = await self._question(
-                room_id=room_id, root=root or event_id, thread=thread, event_id=event_id, text=text, operator=operator
+                room_id=room_id,
+                root=root or event_id,
+                thread=thread,
+                event_id=event_id,
+                asker=sender,
+                text=text,
+                operator=operator,
             )
             await self._outcome(event_id, outcome)
 
@@ -360,7 +374,15 @@ class MatrixBridge:
     # --- questions and stops -----------------------------------------------------------------------
 
     async def _question(
-        self, *, room_id: str, root: str, thread: ThreadRef | None, event_id: str, text: str, operator: str
+        self,
+        *,
+        room_id: str,
+        root: str,
+        thread: ThreadRef | None,
+        event_id: str,
+        asker: str,
+        text: str,
+        operator: str,
     ) -> str:
         """Start the turn now (so a second question in the thread finds it busy), follow it in a task."""
         try:
@@ -383,7 +405,9 @@ class MatrixBridge:
             sender=self.sender,
             thread=thread,
             reply_to=event_id,
+            asker=asker,
             edit_seconds=self.config.edit_seconds,
+            quiet_seconds=self.quiet_seconds,
             on_approval=lambda approval, arguments: self._approval(thread, approval, arguments),
         )
         task = asyncio.get_running_loop().create_task(self._answer(stream, handle))

@@ -1,5 +1,6 @@
-"""Approval cards: posted in the thread when a `request_execution` is parked, decided by an
-operator's reaction or reply, edited as Oikos reports the execution.
+"""Approval cards: posted in the thread when a `request_execution` is parked (an `m.text`, which
+notifies, carrying the bot's own ✅ and ❌ so one tap decides), decided by an operator's reaction or
+reply, edited as Oikos reports the execution.
 
 A decision goes to Oikos through the control room's `approval_decide`, as the operator the Matrix
 user is mapped to, and is recorded in Hermes like a decision taken in the control room (exactly
@@ -13,6 +14,7 @@ each built from the state when it is sent (matrix/card_sender.py).
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from typing import Any
 
@@ -22,8 +24,8 @@ from agent.conversation.events import Approval
 from matrix import selectors, services
 from matrix.card_sender import CardSender
 from matrix.models import MatrixApprovalCard
-from matrix.render import card_content, in_thread
-from matrix.sender import RoomSender
+from matrix.render import card_content, in_thread, reaction_content
+from matrix.sender import MatrixSendError, RoomSender
 from matrix.services import ThreadRef
 from oikos.approvals import approval_decide
 from oikos.client import OikosClient, OikosError, OikosEvent, oikos_config
@@ -33,6 +35,8 @@ logger = logging.getLogger(__name__)
 
 RETRY_FIRST_SECONDS = 1.0
 RETRY_MAX_SECONDS = 30.0
+# The bot reacts with these on each card it posts: an operator taps one to approve or deny.
+PRE_REACTIONS = ("✅", "❌")
 EXECUTION_STATES = {"execution.started": "running", "execution.completed": "completed", "execution.failed": "failed"}
 
 
@@ -66,6 +70,15 @@ class ApprovalCards:
             event_id=event_id,
             request=request,
         )
+        # One tap decides: the bot's own reactions are there to be tapped, and never taken as a
+        # decision (matrix/bridge.py acts on no event of the bot's).
+        for key in PRE_REACTIONS:
+            try:
+                await self.sender.send(
+                    thread.room_id, functools.partial(reaction_content, event_id, key), event_type="m.reaction"
+                )
+            except MatrixSendError as exc:
+                logger.warning("Could not react %s on the card of %s: %s", key, approval.approval_id, exc)
 
     async def decide(self, card: MatrixApprovalCard, *, approve: bool, operator: str) -> str:
         """Decide in Oikos as `operator`; returns the outcome, and a sentence when the card can't say it."""

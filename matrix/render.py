@@ -1,9 +1,10 @@
 """What the bridge posts: answers, tool lines and approval cards, as Matrix message contents.
 
-Every message has a plain `body` (what phones' notifications and plain clients show) and, when
-final, an HTML `formatted_body`. Model text reaches HTML only through the control room's renderer
-(`common.markdown`: Markdown without raw HTML, then sanitised); everything else is escaped by
-`format_html`. A streaming answer is sent as plain text only: HTML is rendered once, at the end.
+Every message has a plain `body` (what phones' notifications and plain clients show), which starts
+with what matters, and, when final, an HTML `formatted_body`. Model text reaches HTML only through
+the control room's renderer (`common.markdown`: Markdown without raw HTML, then sanitised);
+everything else is escaped by `format_html`. A streaming answer is sent as plain text only: HTML is
+rendered once, at the end.
 """
 
 from __future__ import annotations
@@ -44,26 +45,40 @@ class ToolLine:
 
 
 def answer_content(*, text: str, tools: list[ToolLine], note: str = "", final: bool) -> dict[str, Any]:
-    """The answer message: tool lines, then the answer (then a note: stopped, an error)."""
-    lines = [f"▸ {tool.text()}" for tool in tools]
+    """The answer message: the answer first (all a phone's notification shows), then a note (stopped,
+    an error), then the tool calls as compact lines.
+
+    While the turn runs it is an `m.notice` (plain text, edited as it streams): stock push rules
+    never notify for notices, nor for edits. The final answer is a new `m.text` event, the one that
+    notifies (matrix/answer.py).
+    """
+    lines = "\n".join(f"▸ {tool.text()}" for tool in tools)
     answer = text.strip()
     if not final:
         answer = (answer + STREAMING_MARK) if answer else "…"
-    plain = "\n".join(lines)
-    plain = f"{plain}\n\n{answer}" if plain else answer
-    if note:
-        plain = f"{plain}\n\n{note}"
-    content: dict[str, Any] = {"msgtype": "m.text", "body": plain}
-    if final:
-        tool_html = (
-            format_html("<ul>{}</ul>", format_html_join("", "<li><code>{}</code></li>", ((t.text(),) for t in tools)))
-            if tools
-            else ""
-        )
-        note_html = format_html("<p><em>{}</em></p>", note) if note else ""
-        content["format"] = HTML
-        content["formatted_body"] = f"{tool_html}{markdown_render(answer)}{note_html}"
-    return content
+    plain = "\n\n".join(part for part in (answer, note, lines) if part)
+    if not final:
+        return {"msgtype": "m.notice", "body": plain}
+    tool_html = (
+        format_html("<ul>{}</ul>", format_html_join("", "<li><code>{}</code></li>", ((t.text(),) for t in tools)))
+        if tools
+        else ""
+    )
+    note_html = format_html("<p><em>{}</em></p>", note) if note else ""
+    return {
+        "msgtype": "m.text",
+        "body": plain,
+        "format": HTML,
+        "formatted_body": f"{markdown_render(answer)}{note_html}{tool_html}",
+    }
+
+
+ANSWERED_BELOW = "↓ Answered below."
+
+
+def answered_below_content() -> dict[str, Any]:
+    """What the progress message becomes once the final answer is posted after it: a pointer to it."""
+    return {"msgtype": "m.notice", "body": ANSWERED_BELOW}
 
 
 def card_content(
@@ -89,12 +104,13 @@ def card_content(
         reason,
         state,
     )
-    return {"msgtype": "m.notice", "body": plain, "format": HTML, "formatted_body": str(html)}
+    # `m.text`, not a notice: it asks for a decision, so it notifies and is not shown muted.
+    return {"msgtype": "m.text", "body": plain, "format": HTML, "formatted_body": str(html)}
 
 
 def _card_state(status: str, decided_by: str, via: str, detail: str) -> str:
     if status == "pending":
-        return "React ✅ to approve or ❌ to deny (operators only), or reply “approve” / “deny”."
+        return "Tap ✅ to approve or ❌ to deny (operators only), or reply “approve” / “deny”."
     by = f" by {decided_by}" if decided_by else ""
     where = " in the control room (or another client)" if via == "elsewhere" else ""
     states = {
@@ -117,9 +133,13 @@ def edit_content(event_id: str, content: dict[str, Any]) -> dict[str, Any]:
     return {**fallback, "m.new_content": content, "m.relates_to": {"rel_type": "m.replace", "event_id": event_id}}
 
 
-def in_thread(content: dict[str, Any], *, root_event_id: str, reply_to: str) -> dict[str, Any]:
-    """`content` as a message of the thread rooted at `root_event_id` (replying to `reply_to` for old clients)."""
-    return {
+def in_thread(content: dict[str, Any], *, root_event_id: str, reply_to: str, mention: str = "") -> dict[str, Any]:
+    """`content` as a message of the thread rooted at `root_event_id` (replying to `reply_to` for old clients).
+
+    `mention`: a user the message is for (an intentional mention, `m.mentions`, which stock push
+    rules notify loudly even in a room set to mentions only).
+    """
+    threaded = {
         **content,
         "m.relates_to": {
             "rel_type": "m.thread",
@@ -128,6 +148,14 @@ def in_thread(content: dict[str, Any], *, root_event_id: str, reply_to: str) -> 
             "m.in_reply_to": {"event_id": reply_to},
         },
     }
+    if mention:
+        threaded["m.mentions"] = {"user_ids": [mention]}
+    return threaded
+
+
+def reaction_content(event_id: str, key: str) -> dict[str, Any]:
+    """A reaction (`m.annotation`) with `key` on `event_id`."""
+    return {"m.relates_to": {"rel_type": "m.annotation", "event_id": event_id, "key": key}}
 
 
 ESCALATION_FIELDS = (

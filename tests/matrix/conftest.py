@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import httpx2
 import pytest
 from nio import AsyncClient, MessageDirection, RoomCreateResponse, RoomMessagesResponse, RoomSendResponse
 from pytest_django.fixtures import Settings
@@ -124,6 +125,22 @@ class Room:
             start = response.end
         events.reverse()
         return events
+
+    async def notified(self, person: Person) -> list[str]:
+        """The ids of the room's events the homeserver notified `person` of (stock push rules), oldest first.
+
+        What Synapse's push rules decided, as its notifications API lists them: what a phone would ring for.
+        """
+        response = await asyncio.to_thread(
+            httpx2.get,
+            f"{self.homeserver.url}/_matrix/client/v3/notifications",
+            params={"limit": 100},
+            headers={"Authorization": f"Bearer {person.user.access_token}"},
+            timeout=10,
+        )
+        response.raise_for_status()
+        rows = [n for n in response.json()["notifications"] if n.get("room_id") == self.room_id]
+        return [str(n["event"]["event_id"]) for n in reversed(rows)]
 
     async def show(self, title: str) -> None:
         """Print the room as a phone shows it (edits applied) in the test run's output, captured or not."""

@@ -43,12 +43,19 @@ async def test_deploy_posts_a_card_an_operator_approves_with_a_reaction_and_it_f
     assert "reason: asked by the operator" in card.body  # the agent's stated reason
     (approval,) = oikos_settings.state.desk.approvals.values()
     assert approval.status == "pending" and approval.id in card.body
+    # An m.text (not a muted notice) that rang alice's phone, carrying the bot's ✅ and ❌ to tap.
+    assert card.content["msgtype"] == "m.text"
+    assert card.event_id in await room.notified(room.alice)
+    bot_reactions = await _bot_reactions(room, card.event_id)
 
     # A non-operator's ✅ changes nothing: Oikos still waits, the card still asks.
     await room.mallory.react(room.room_id, card.event_id, "✅")
     await _claimed(outcome="non_operator_reaction")
+    # By then the bridge has synced past its own ✅ and ❌ too: they were not taken as a decision.
     assert approval.status == "pending"
-    assert "React ✅ to approve" in (_card(await room.from_bot()) or card).body
+    assert "Tap ✅ to approve" in (_card(await room.from_bot()) or card).body
+    claimed = await database_sync_to_async(list)(MatrixEvent.objects.values_list("event_id", flat=True))
+    assert not set(bot_reactions) & set(claimed)
 
     # The operator's ✅: Oikos records alice's decision, Hermes records it like a control-room one.
     await room.alice.react(room.room_id, card.event_id, "✅")
@@ -68,6 +75,23 @@ async def test_deploy_posts_a_card_an_operator_approves_with_a_reaction_and_it_f
     assert 'hermes_matrix_questions{outcome="started"} 1.0' in metrics
     assert 'hermes_matrix_decisions{outcome="decided"} 1.0' in metrics
     assert 'hermes_matrix_ignored{reason="non_operator_reaction"} 1.0' in metrics
+
+
+async def test_an_operator_denies_with_one_tap_on_the_bots_cross(
+    llm: FakeAnthropic, oikos_settings: RunningSim, room: Room, bridge_start
+) -> None:
+    llm.responder = ExecutionRequester(target="service:jellyfin", action="deploy")
+    await bridge_start()
+    _, card = await _deploy_card(room)
+    await _bot_reactions(room, card.event_id)
+
+    # Tapping the ❌ the bot put there sends alice's own ❌ (what Element does).
+    await room.alice.react(room.room_id, card.event_id, "❌")
+    messages = await room.wait_for(lambda ms: "Denied" in (_card(ms) or card).body, "the card denied")
+    (approval,) = oikos_settings.state.desk.approvals.values()
+    assert (approval.status, approval.decided_by) == ("denied", "alice")
+    final = _card(messages)
+    assert final is not None and "Denied by alice." in final.body
 
 
 async def test_an_operator_denies_by_replying_in_the_thread(
@@ -105,6 +129,23 @@ async def test_a_card_decided_in_the_control_room_says_so(
     await room.alice.react(room.room_id, card.event_id, "✅")
     await room.wait_for(lambda ms: any("Already decided by bob" in m.body for m in ms), "the late decision refused")
     assert approval.status == "denied"
+
+
+async def _bot_reactions(room: Room, event_id: str) -> list[str]:
+    """The ids of the bot's ✅ and ❌ on the card, once both are there."""
+    for _ in range(150):
+        events = [
+            event
+            for event in await room.events()
+            if event.get("type") == "m.reaction"
+            and event.get("sender") == room.bot.user_id
+            and event["content"]["m.relates_to"].get("event_id") == event_id
+        ]
+        if len(events) >= 2:
+            assert [e["content"]["m.relates_to"]["key"] for e in events] == ["✅", "❌"]
+            return [str(e["event_id"]) for e in events]
+        await asyncio.sleep(0.2)
+    raise AssertionError("the bot never reacted ✅ and ❌ on its card")
 
 
 async def _claimed(*, outcome: str) -> None:

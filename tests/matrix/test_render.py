@@ -49,11 +49,15 @@ class TestContent:
         assert "<script" not in html and "<img" not in html and 'href="javascript' not in html
         assert "&lt;script&gt;" in html  # shown as text, never run
         assert "&lt;b&gt;tail_log&lt;/b&gt;" in html
-        assert content["body"].startswith("▸ oikos · <b>tail_log</b> · 12 ms · failed\n\n**caddy**")
+        # The answer first (what a notification shows), the tool lines after it.
+        assert content["msgtype"] == "m.text"
+        assert content["body"].startswith("**caddy** is fine")
+        assert content["body"].endswith("\n\n▸ oikos · <b>tail_log</b> · 12 ms · failed")
 
-    def test_a_streaming_answer_is_plain_text_marked_unfinished(self) -> None:
+    def test_a_streaming_answer_is_a_plain_text_notice_marked_unfinished(self) -> None:
         content = answer_content(text="Checking", tools=[ToolLine(server="oikos", tool="whoami")], final=False)
-        assert content == {"msgtype": "m.text", "body": "▸ oikos · whoami · running\n\nChecking …"}
+        # A notice: stock push rules never notify for it (the final answer, an m.text, does).
+        assert content == {"msgtype": "m.notice", "body": "Checking …\n\n▸ oikos · whoami · running"}
 
     def test_an_edit_replaces_the_message_with_a_marked_fallback(self) -> None:
         edit = edit_content("$answer", {"msgtype": "m.text", "body": "Done."})
