@@ -330,7 +330,8 @@ def _action_requested(
                 status=_DECIDED.get(last.decision, last.decision),
                 decided_by=last.operator,
                 decided_at=last.decided_at,
-                detail=last.reason or action.detail,
+                # What Oikos said when it parked the request is stale once decided.
+                detail=last.reason,
             )
     return action
 
