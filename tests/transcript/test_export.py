@@ -7,6 +7,7 @@ through the control room as an operator does; the note is fetched over HTTP and 
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from pathlib import Path
 
@@ -24,12 +25,33 @@ from oikos_sim.server import RunningSim
 from tests.agent.conftest import ask
 from tests.fakes import FakeAnthropic, Reply
 from tests.fakes.scripted_models import DegradedInvestigator, ExecutionRequester
-from transcript.export_markdown import code_span, fenced, inline
+from transcript.export import RESULT_CHARS
+from transcript.export_escape import code_span, fenced, inline
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 HTMX = {"HX-Request": "true"}
 QUESTIONS = ["what's degraded and what depends on it?", "deploy jellyfin"]
+
+
+def _headings(tokens: list[Token]) -> list[tuple[str, str]]:
+    return [
+        (token.tag, tokens[index + 1].content)
+        for index, token in enumerate(tokens)
+        if token.type == "heading_open" and token.level == 0
+    ]
+
+
+def _sections(markdown: str) -> dict[str, str]:
+    """The note's text a reader sees, by its h2 sections in order ("title" for what precedes them)."""
+    tokens = _parsed(markdown)
+    sections: dict[str, str] = {}
+    name, start = "title", 0
+    for index, token in enumerate([*tokens, Token("heading_open", "h2", 1)]):
+        if token.type == "heading_open" and token.tag == "h2":
+            sections[name] = _text_of(tokens[start:index]).strip()
+            name, start = (tokens[index + 1].content if index < len(tokens) else ""), index + 2
+    return sections
 
 
 def _parsed(markdown: str) -> list[Token]:
@@ -83,16 +105,40 @@ class TestIncidentNote:
         assert f"approval {approval_id}" in text
         assert "approved by operator at" in text
         assert "Decided" in text
-        # The structure is ours: one h1, the sections, one h3 per turn; the questions are quotes.
-        headings = [
-            (token.tag, tokens[index + 1].content)
-            for index, token in enumerate(tokens)
-            if token.type == "heading_open" and token.level == 0
-        ]
-        assert [tag for tag, _ in headings] == ["h1", "h2", "h3", "h3", "h2", "h2"]
-        assert [title for tag, title in headings if tag == "h2"] == ["Timeline", "Approvals", "Correlation ids"]
-        assert sum(token.type == "blockquote_open" for token in tokens) >= 4  # 2 questions, 2 answers
-        assert "Tokens:" in text and "Cost:" in text
+        # The structure is ours: one h1, what came of it first, then one h3 per turn; questions are quotes.
+        headings = _headings(tokens)
+        assert [tag for tag, _ in headings] == ["h1", "h2", "h2", "h2", "h3", "h3", "h2"]
+        sections = ["Summary", "Outcome", "Timeline", "Correlation ids"]
+        assert [title for tag, title in headings if tag == "h2"] == sections
+        assert sum(token.type == "blockquote_open" for token in tokens) >= 5  # 2 questions, 2 answers, the summary
+        assert "Tokens:" in text and "Cost:" in text and "Model: claude-" in text and "Asked by: operator:test" in text
+
+    async def test_the_summary_and_the_outcome_come_before_the_timeline(
+        self, memory_layer: BaseChannelLayer, llm: FakeAnthropic, oikos_hub: ToolHub, oikos_settings: RunningSim
+    ) -> None:
+        session_id, approval_id = await _incident(llm, oikos_hub, oikos_settings)
+
+        sections = _sections((await AsyncClient().get(f"/sessions/{session_id}/export.md")).content.decode())
+
+        assert list(sections)[:4] == ["title", "Summary", "Outcome", "Timeline"]
+        # The summary is the final answer's first paragraph.
+        assert "The deploy of service:jellyfin is waiting for an operator" in sections["Summary"]
+        # The outcome: the one action asked for, approved, and who approved it — read before any tool call.
+        outcome = sections["Outcome"]
+        assert outcome.startswith("Approved: deploy on service:jellyfin, requested by operator:test at")
+        assert "approved by operator at" in outcome and f"approval {approval_id}" in outcome
+        assert "get_health_summary" not in "".join(sections[name] for name in ("title", "Summary", "Outcome"))
+
+    async def test_a_session_that_only_read_says_so_in_its_outcome(
+        self, memory_layer: BaseChannelLayer, llm: FakeAnthropic, oikos_hub: ToolHub
+    ) -> None:
+        llm.responder = DegradedInvestigator()
+        handle, _ = await ask(QUESTIONS[0], oikos_hub)
+
+        sections = _sections((await AsyncClient().get(f"/sessions/{handle.session_id}/export.md")).content.decode())
+
+        assert sections["Outcome"] == "No action was requested: Hermes only read (2 tool calls)."
+        assert sections["Summary"].startswith("service:postgres is degraded. What depends on it:")
 
     async def test_json_for_tools_and_the_command_write_the_same_session(
         self,
@@ -117,6 +163,11 @@ class TestIncidentNote:
         [approval] = [step["approval"] for step in steps if step["kind"] == "approval"]
         assert approval["approval_id"] == approval_id
         assert [(d["decision"], d["outcome"]) for d in approval["decisions"]] == [("approve", "Decided")]
+        # Added for the note's Outcome: each execution asked for, with what became of it.
+        [action] = body["actions"]
+        assert (action["action"], action["target"], action["status"]) == ("deploy", "service:jellyfin", "approved")
+        assert (action["approval_id"], action["decided_by"]) == (approval_id, "operator")
+        assert body["escalation"] is None
         same = (await AsyncClient().get(f"/sessions/{session_id}/export.md", {"format": "json"})).json()
         assert same == body
 
@@ -142,17 +193,49 @@ class TestIncidentNote:
         tokens = _parsed(note)
         # Their headings, rules and fences stay inside their quotes and blocks; the note's own are intact.
         top = [token for token in tokens if token.level == 0]
-        assert [token.tag for token in top if token.type == "heading_open"] == ["h1", "h2", "h3", "h2"]
+        assert [token.tag for token in top if token.type == "heading_open"] == ["h1", "h2", "h2", "h2", "h3", "h2"]
         assert not [token for token in top if token.type == "hr"]
         assert not [token for token in tokens if token.type in ("html_block", "html_inline")]
-        fences = [token.content for token in tokens if token.type == "fence"]
-        assert any("```` four backticks ````" in content for content in fences)
+        # A short result is previewed whole in its tool line, as code.
+        spans = [child.content for token in tokens for child in token.children or [] if child.type == "code_inline"]
+        assert "```` four backticks ```` # also not a heading" in spans
         assert "an unclosed fence" in _text_of(tokens)
         # The HTML a renderer makes of it carries the tags as text, never as tags.
         html = MarkdownIt("commonmark").render(note)
         assert "<script>" not in html and "<b>" not in html and "&lt;script&gt;" in html
         # In code, `<` is shown as it is (not as "&lt;").
         assert "<code>&lt;caddy&gt;</code>" in html
+
+    async def test_a_long_result_is_folded_below_its_line_and_says_what_was_cut(
+        self, llm: FakeAnthropic, hub: ToolHub
+    ) -> None:
+        long = "\n".join(f"line {number:05} of the log" for number in range(2_000))
+        llm.enqueue(Reply.tool_use("mcp__oikos__echo", {"text": long}), Reply.text("The log is long."))
+        handle, _ = await ask("show me the log", hub)
+
+        note = (await AsyncClient().get(f"/sessions/{handle.session_id}/export.md")).content.decode()
+
+        tokens = _parsed(note)
+        # The tool's line previews the start; the whole of what is shown sits in a <details> fold.
+        line = next(token.content for token in tokens if token.type == "inline" and "oikos/echo" in token.content)
+        assert "line 00000 of the log" in line and len(line) < 500
+        # (Its long arguments are folded the same way, before it.)
+        blocks = [(index, token.content) for index, token in enumerate(tokens) if token.type == "html_block"]
+        assert [content.split("</summary>")[0] for _, content in blocks] == [
+            "<details>\n<summary>Arguments of oikos/echo (46,010 characters)",
+            "</details>\n",
+            "<details>\n<summary>Result of oikos/echo (4,000 characters)",
+            "</details>\n",
+        ]
+        (opened, _), (closed, _) = blocks[2:]
+        [fence] = [token for token in tokens[opened:closed] if token.type == "fence"]
+        assert fence.content.startswith("line 00000 of the log\n") and len(fence.content.rstrip("\n")) <= RESULT_CHARS
+        # What was cut is said, inside the fold.
+        cut = _text_of(tokens[opened:closed])
+        assert "Cut: the start of a" in cut and "the ledger keeps it whole" in cut
+        # The fold renders as one <details> holding the code, in a renderer that allows its HTML.
+        html = MarkdownIt("commonmark").render(note)
+        assert re.search(r"<details>\n<summary>Result of oikos/echo \([\d,]+ characters\)</summary>\n<pre><code", html)
 
     def test_unknown_sessions_and_formats_are_clear_errors(self, client: Client) -> None:
         missing = uuid.uuid4()
