@@ -97,7 +97,8 @@ def _capped(text: str, limit: int) -> str:
 def _outcome(export: SessionExport) -> list[str]:
     if not export.actions:
         read = len(export.tool_calls)
-        return ["No action was requested" + (f": Hermes only read ({read} tool calls)." if read else ".")]
+        calls = f"{read} tool call" + ("" if read == 1 else "s")
+        return ["No action was requested" + (f": Hermes only read ({calls})." if read else ".")]
     return [_action_line(action) for action in export.actions]
 
 

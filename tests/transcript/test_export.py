@@ -10,6 +10,7 @@ import json
 import re
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 from channels.db import database_sync_to_async
@@ -24,9 +25,13 @@ from agent.tools import ToolHub
 from oikos_sim.server import RunningSim
 from tests.agent.conftest import ask
 from tests.fakes import FakeAnthropic, Reply
-from tests.fakes.scripted_models import DegradedInvestigator, ExecutionRequester
+from tests.fakes.scripted_models import DegradedInvestigator, ExecutionRequester, offered_tool
 from transcript.export import RESULT_CHARS
 from transcript.export_escape import code_span, fenced, inline
+from watch import services as watch_services
+from watch.investigate import investigation_run
+from watch.models import Investigation
+from watch.policy import TriggerPolicy
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -48,7 +53,7 @@ def _sections(markdown: str) -> dict[str, str]:
     sections: dict[str, str] = {}
     name, start = "title", 0
     for index, token in enumerate([*tokens, Token("heading_open", "h2", 1)]):
-        if token.type == "heading_open" and token.tag == "h2":
+        if token.type == "heading_open" and token.tag == "h2" and token.level == 0:
             sections[name] = _text_of(tokens[start:index]).strip()
             name, start = (tokens[index + 1].content if index < len(tokens) else ""), index + 2
     return sections
@@ -246,6 +251,71 @@ class TestIncidentNote:
             call_command("export_session", str(missing))
         with pytest.raises(CommandError, match="not a session id"):
             call_command("export_session", "nope")
+
+
+ESCALATING_ANSWER = (
+    "Checked the fleet.\n\n## Escalation\nSummary: postgres cannot archive its WAL\n"
+    "Impact: authentik and gitea depend on it\nLikely cause: the archive target is full\n"
+    "Next step: free space on pbs"
+)
+
+
+def _escalating(request: dict[str, Any]) -> Reply:
+    if len(request["messages"]) == 1:
+        return Reply.tool_use(offered_tool(request, "get_health_summary"), {})
+    return Reply.text(ESCALATING_ANSWER)
+
+
+def _investigation_open(entity: str) -> Investigation:
+    """A `signal.fired` claimed as the watcher claims it: the investigation it opens."""
+    claim = watch_services.event_claim(
+        event_id="1",
+        event_type="signal.fired",
+        at="2026-12-06T03:12:00Z",
+        data={"slug": entity, "kind": "wal_archive_failing", "severity": "critical", "summary": "archive failing"},
+        policy=TriggerPolicy(kinds=frozenset({"signal.fired"}), min_severity="warning", hourly_cap=1000),
+    )
+    assert claim is not None and claim.investigation_id is not None
+    return Investigation.objects.get(pk=claim.investigation_id)
+
+
+class TestEscalation:
+    async def test_an_investigations_note_shows_its_escalation_before_the_timeline(
+        self, memory_layer: BaseChannelLayer, llm: FakeAnthropic, oikos_hub: ToolHub, oikos_settings: RunningSim
+    ) -> None:
+        llm.responder = _escalating
+        investigation = await database_sync_to_async(_investigation_open)("service:postgres")
+        await investigation_run(investigation_id=investigation.pk, hub=oikos_hub)
+
+        note = (await AsyncClient().get(f"/sessions/{investigation.session_id}/export.md")).content.decode()
+
+        sections = _sections(note)
+        assert list(sections)[:5] == ["title", "Summary", "Outcome", "Escalation", "Timeline"]
+        assert "Investigation: opened by Oikos's signal.fired on service:postgres, open" in sections["title"]
+        assert sections["Summary"] == "postgres cannot archive its WAL"
+        escalation = sections["Escalation"]
+        assert "Likely cause: the archive target is full" in escalation
+        assert "Impact: authentik and gitea depend on it" in escalation
+        assert "Next step: free space on pbs" in escalation
+        assert "the investigation's escalation" in escalation
+        assert sections["Outcome"] == "No action was requested: Hermes only read (1 tool call)."
+        body = (await AsyncClient().get(f"/sessions/{investigation.session_id}/export.json")).json()
+        assert body["escalation"]["source"] == "investigation"
+        assert body["escalation"]["likely_cause"] == "the archive target is full"
+
+    async def test_an_answer_that_ends_with_an_escalation_section_has_one_too(
+        self, memory_layer: BaseChannelLayer, llm: FakeAnthropic, oikos_hub: ToolHub
+    ) -> None:
+        llm.responder = _escalating
+        handle, _ = await ask("is postgres alright?", oikos_hub)
+
+        sections = _sections((await AsyncClient().get(f"/sessions/{handle.session_id}/export.md")).content.decode())
+
+        assert list(sections)[:5] == ["title", "Summary", "Outcome", "Escalation", "Timeline"]
+        assert sections["Summary"] == "postgres cannot archive its WAL"
+        assert "Next step: free space on pbs" in sections["Escalation"]
+        assert "the answer's Escalation" in sections["Escalation"]
+        assert "Investigation:" not in sections["title"]
 
 
 class TestMarkdownPieces:
