@@ -12,6 +12,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 from channels.db import database_sync_to_async
 from channels.layers import BaseChannelLayer
@@ -22,6 +23,7 @@ from markdown_it.token import Token
 
 from agent.conversation.events import Approval
 from agent.tools import ToolHub
+from api.openapi import openapi_document
 from oikos_sim.server import RunningSim
 from tests.agent.conftest import ask
 from tests.fakes import FakeAnthropic, Reply
@@ -57,6 +59,12 @@ def _sections(markdown: str) -> dict[str, str]:
             sections[name] = _text_of(tokens[start:index]).strip()
             name, start = (tokens[index + 1].content if index < len(tokens) else ""), index + 2
     return sections
+
+
+def _documented(body: dict[str, Any]) -> None:
+    """`body` is what api/openapi.json says an export is."""
+    schema = openapi_document()["components"]["schemas"]["SessionExport"]
+    jsonschema.validate(body, schema, format_checker=jsonschema.FormatChecker())
 
 
 def _parsed(markdown: str) -> list[Token]:
@@ -173,6 +181,7 @@ class TestIncidentNote:
         assert (action["action"], action["target"], action["status"]) == ("deploy", "service:jellyfin", "approved")
         assert (action["approval_id"], action["decided_by"]) == (approval_id, "operator")
         assert body["escalation"] is None
+        _documented(body)
         same = (await AsyncClient().get(f"/sessions/{session_id}/export.md", {"format": "json"})).json()
         assert same == body
 
@@ -302,6 +311,7 @@ class TestEscalation:
         body = (await AsyncClient().get(f"/sessions/{investigation.session_id}/export.json")).json()
         assert body["escalation"]["source"] == "investigation"
         assert body["escalation"]["likely_cause"] == "the archive target is full"
+        _documented(body)
 
     async def test_an_answer_that_ends_with_an_escalation_section_has_one_too(
         self, memory_layer: BaseChannelLayer, llm: FakeAnthropic, oikos_hub: ToolHub
