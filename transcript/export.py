@@ -216,7 +216,11 @@ def session_export(*, session_id: uuid.UUID) -> SessionExport | None:
                 steps=[_step(item, decisions) for item in view.items if _step_of_note(item)],
             )
         )
-    actions = [action for view in views for action in _actions(view.items, turns[uuid.UUID(view.turn_id)], decisions)]
+    # Proposed in Hermes instead of sent (`agent.proposals`): the tool's answer is prose, the row the fact.
+    proposed = {row.tool_use_id: row for row in Proposal.objects.filter(session_id=session_id) if row.tool_use_id}
+    actions = [
+        action for view in views for action in _actions(view.items, turns[uuid.UUID(view.turn_id)], decisions, proposed)
+    ]
     usage: dict[str, int] = {}
     for fact in facts:
         for key, value in fact.usage.items():
@@ -233,7 +237,7 @@ def session_export(*, session_id: uuid.UUID) -> SessionExport | None:
         tokens_total=sum(fact.tokens_total for fact in facts),
         cost_usd=sum(costs, Decimal(0)) if len(costs) == len(facts) else None,
         usage=usage,
-        actions=_proposals_read(actions),
+        actions=actions,
     )
 
 
@@ -281,11 +285,14 @@ def _step(item: object, decisions: dict[str, list[DecisionFact]]) -> StepFact:
 _DECIDED = {"approve": "approved", "deny": "denied"}
 
 
-def _actions(items: Sequence[object], turn: Turn, decisions: dict[str, list[DecisionFact]]) -> list[ActionFact]:
+def _actions(
+    items: Sequence[object], turn: Turn, decisions: dict[str, list[DecisionFact]], proposed: dict[str, Proposal]
+) -> list[ActionFact]:
     """The turn's `request_execution` calls, each with the latest word on it in the turn's ledger.
 
-    A parked request is decided from the control room (`decisions`); a later `get_execution` of the
-    same execution in the turn says how it ended. Anything Oikos said elsewhere is not known here.
+    A parked request is decided from the control room (`decisions`), a proposal in Hermes
+    (`proposed`); a later `get_execution` of the same execution in the turn says how it ended.
+    Anything Oikos said elsewhere is not known here.
     """
     actions: list[ActionFact] = []
     oikos = oikos_server_name()
@@ -294,7 +301,9 @@ def _actions(items: Sequence[object], turn: Turn, decisions: dict[str, list[Deci
         if not isinstance(item, ToolItem) or not item.done or item.server != oikos:
             continue
         said = _json_object(item.result)
-        if item.tool == REQUEST_EXECUTION:
+        if item.tool == REQUEST_EXECUTION and item.tool_use_id in proposed:
+            actions.append(_action_proposed(item, proposed[item.tool_use_id], turn))
+        elif item.tool == REQUEST_EXECUTION:
             actions.append(_action_requested(item, said, turn, decisions))
         elif item.tool == "get_execution" and said.get("execution_id"):
             actions = [_action_followed(action, said) for action in actions]
@@ -313,13 +322,10 @@ def _action_requested(
         detail=str(said.get("message") or ""),
         approval_id=str(said.get("approval_id") or ""),
         execution_id=str(said.get("execution_id") or ""),
-        proposal_id=str(said.get("proposal_id") or ""),
         correlation_id=turn.id,
     )
     if item.is_error or item.state == "error":
         return replace(action, status="failed", detail=" ".join(item.result.split())[:300])
-    if action.proposal_id:
-        return replace(action, status="proposed")
     if said.get("needs_approval") or action.status == "proposed":
         action = replace(action, status="awaiting approval")
         decided = [d for d in decisions.get(action.approval_id, []) if d.outcome == "Decided"]
@@ -344,22 +350,23 @@ def _action_followed(action: ActionFact, said: dict[str, Any]) -> ActionFact:
     return replace(action, status=str(said["status"]), decided_by=decided_by)
 
 
-def _proposals_read(actions: list[ActionFact]) -> list[ActionFact]:
-    """Proposed actions with the decision an operator took on them in Hermes (`agent.proposals`)."""
-    ids = [action.proposal_id for action in actions if action.proposal_id]
-    if not ids:
-        return actions
-    rows = {str(row.id): row for row in Proposal.objects.filter(pk__in=ids)}
-    return [_proposal_decided(action, rows.get(action.proposal_id)) for action in actions]
-
-
-def _proposal_decided(action: ActionFact, row: Proposal | None) -> ActionFact:
-    if row is None or row.status == Proposal.Status.PENDING:
+def _action_proposed(item: ToolItem, row: Proposal, turn: Turn) -> ActionFact:
+    """A proposal with the decision an operator took on it in Hermes, and what Oikos then answered."""
+    action = ActionFact(
+        action=row.action or str(item.input.get("action") or ""),
+        target=row.target or str(item.input.get("target") or ""),
+        requested_by=turn.actor,
+        requested_at=turn.started_at,
+        status="proposed",
+        proposal_id=str(row.id),
+        correlation_id=turn.id,
+    )
+    if row.status == Proposal.Status.PENDING:
         return action
-    outcome = row.outcome if isinstance(row.outcome, dict) else {}
     decided = replace(action, decided_by=row.decided_by, decided_at=row.decided_at)
     if row.status == Proposal.Status.REJECTED:
         return replace(decided, status="rejected")
+    outcome = row.outcome if isinstance(row.outcome, dict) else {}
     if outcome.get("error"):
         return replace(decided, status="failed", detail=str(outcome["error"]))
     return replace(

@@ -22,6 +22,7 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from agent.conversation.events import Approval
+from agent.models import Proposal
 from agent.tools import ToolHub
 from api.openapi import openapi_document
 from oikos_sim.server import RunningSim
@@ -260,6 +261,46 @@ class TestIncidentNote:
             call_command("export_session", str(missing))
         with pytest.raises(CommandError, match="not a session id"):
             call_command("export_session", "nope")
+
+
+class TestOutcome:
+    async def test_an_execution_oikos_ran_at_once_is_completed_and_a_denied_one_says_who_denied_it(
+        self, memory_layer: BaseChannelLayer, llm: FakeAnthropic, oikos_hub: ToolHub, oikos_settings: RunningSim
+    ) -> None:
+        llm.responder = ExecutionRequester(target="service:caddy", action="restart")
+        first, _ = await ask("restart caddy", oikos_hub)
+        llm.responder = ExecutionRequester(target="service:jellyfin", action="deploy")
+        _, events = await ask("deploy jellyfin", oikos_hub, session_id=first.session_id)
+        (approval,) = [event for event in events if isinstance(event, Approval)]
+        form = {"approval_id": approval.approval_id, "execution_id": approval.execution_id, "decision": "deny"}
+        assert (await AsyncClient().post("/ui/approvals/decide/", form, headers=HTMX)).status_code == 200
+
+        note = (await AsyncClient().get(f"/sessions/{first.session_id}/export.md")).content.decode()
+
+        restart, deploy = _sections(note)["Outcome"].split("\n")
+        assert restart.startswith("Completed: restart on service:caddy, requested by operator:test at")
+        assert deploy.startswith("Denied: deploy on service:jellyfin, requested by operator:test at")
+        assert "denied by operator at" in deploy and f"approval {approval.approval_id}" in deploy
+
+    async def test_an_investigations_proposal_shows_who_rejected_it(
+        self, memory_layer: BaseChannelLayer, llm: FakeAnthropic, oikos_hub: ToolHub, oikos_settings: RunningSim
+    ) -> None:
+        llm.responder = ExecutionRequester(target="service:postgres", action="restart")
+        investigation = await database_sync_to_async(_investigation_open)("service:postgres")
+        await investigation_run(investigation_id=investigation.pk, hub=oikos_hub, may_propose=True)
+        url = f"/sessions/{investigation.session_id}/export.md"
+        proposed = _sections((await AsyncClient().get(url)).content.decode())["Outcome"]
+        proposal = await database_sync_to_async(Proposal.objects.get)()
+        assert proposed.startswith("Proposed: restart on service:postgres, requested by agent:hermes at")
+        assert f"proposal {proposal.pk}" in proposed and "no decision" not in proposed
+
+        decided = await AsyncClient().post(f"/ui/proposals/{proposal.pk}/decide/", {"decision": "reject"}, headers=HTMX)
+        assert decided.status_code == 200
+
+        rejected = _sections((await AsyncClient().get(url)).content.decode())["Outcome"]
+        assert rejected.startswith("Rejected: restart on service:postgres, requested by agent:hermes at")
+        assert "; rejected by operator at" in rejected
+        assert oikos_settings.state.desk.executions == {}
 
 
 ESCALATING_ANSWER = (
