@@ -72,7 +72,7 @@ def _header(export: SessionExport) -> list[str]:
 def _summary(export: SessionExport) -> str:
     if export.escalation is not None and export.escalation.summary.strip():
         return quoted(_capped(export.escalation.summary, SUMMARY_CHARS))
-    paragraph = first_paragraph(export.final_answer)
+    paragraph = _first_paragraph(export.final_answer)
     if paragraph:
         return quoted(_capped(paragraph, SUMMARY_CHARS))
     last = export.turns[-1] if export.turns else None
@@ -80,7 +80,7 @@ def _summary(export: SessionExport) -> str:
     return f"_Hermes gave no answer{status}._"
 
 
-def first_paragraph(answer: str) -> str:
+def _first_paragraph(answer: str) -> str:
     """The answer's first paragraph of prose: not a heading, not a code block."""
     for paragraph in answer.strip().split("\n\n"):
         text = paragraph.strip()
