@@ -130,7 +130,9 @@ def _action_line(action: ActionFact) -> str:
 def _escalation(escalation: EscalationFact) -> list[str]:
     fields = (escalation.summary, escalation.likely_cause, escalation.impact, escalation.next_step)
     if not any(value.strip() for value in fields):
-        return ["_The investigation has not escalated yet: its turn is running, or ended before it could._"]
+        # Its turn is running, was cut off before it escalated, or never ran (skipped).
+        state = f" (the investigation is {inline(escalation.state)})" if escalation.state else ""
+        return [f"_No escalation yet{state}._"]
     lines = [
         f"- **{label}:** {inline(value) if value.strip() else '_not stated_'}"
         for label, value in (

@@ -354,6 +354,15 @@ class TestEscalation:
         assert body["escalation"]["likely_cause"] == "the archive target is full"
         _documented(body)
 
+    async def test_an_investigation_that_has_not_escalated_says_so(self, memory_layer: BaseChannelLayer) -> None:
+        investigation = await database_sync_to_async(_investigation_open)("service:postgres")
+
+        note = (await AsyncClient().get(f"/sessions/{investigation.session_id}/export.md")).content.decode()
+
+        sections = _sections(note)
+        assert sections["Escalation"] == "No escalation yet (the investigation is open)."
+        assert sections["Summary"] == "Hermes gave no answer."
+
     async def test_an_answer_that_ends_with_an_escalation_section_has_one_too(
         self, memory_layer: BaseChannelLayer, llm: FakeAnthropic, oikos_hub: ToolHub
     ) -> None:
