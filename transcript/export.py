@@ -5,17 +5,26 @@ tools and `transcript.export_markdown` writes as a Markdown note. It reads the t
 control room shows it (`selectors.session_turn_views`: thinking left out, tool results as the model
 saw them), adds the ledger's timings and the approval decisions Hermes recorded, and bounds each
 tool result (`RESULT_CHARS`): the ledger keeps them whole.
+
+The note leads with what came of the session, so the facts carry it too: `actions`, each execution
+the session asked Oikos for (or proposed in Hermes) with what became of it and who decided, and
+`escalation`, which the caller fills in (`with_escalation`) — an investigation's escalation lives
+in `watch`, a layer above this one.
 """
 
 from __future__ import annotations
 
 import datetime
+import json
 import uuid
-from dataclasses import asdict, dataclass, field
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
-from agent.models import AgentSession, Turn
+from agent.engine.approvals import REQUEST_EXECUTION
+from agent.models import AgentSession, Proposal, Turn
+from agent.tools.config import oikos_server_name
 from oikos.models import ApprovalDecision
 from transcript.selectors import session_turn_views
 from transcript.view import ApprovalItem, NoticeItem, TextItem, ToolItem
@@ -45,6 +54,8 @@ class ToolCallFact:
     result: str
     # False when `result` is only the start of it (the ledger keeps the whole result).
     result_complete: bool
+    # The length of the result as the model saw it, of which `result` is the start.
+    result_chars: int = 0
 
 
 @dataclass(frozen=True)
@@ -69,6 +80,43 @@ class StepFact:
     text: str = ""
     tool_call: ToolCallFact | None = None
     approval: ApprovalFact | None = None
+
+
+@dataclass(frozen=True)
+class ActionFact:
+    """An execution the session asked Oikos for (or proposed in Hermes), and what became of it."""
+
+    action: str
+    target: str
+    # The turn's asker: the model requested it on their behalf.
+    requested_by: str
+    requested_at: datetime.datetime
+    # requested | awaiting approval | approved | denied | completed | failed | running | proposed |
+    # rejected (a proposal an operator turned down) — Oikos's own word when it is another.
+    status: str
+    decided_by: str = ""
+    decided_at: datetime.datetime | None = None
+    # What Oikos or Hermes said about it (the request's message, an error, a decision's detail).
+    detail: str = ""
+    approval_id: str = ""
+    execution_id: str = ""
+    proposal_id: str = ""
+    correlation_id: uuid.UUID | None = None
+
+
+@dataclass(frozen=True)
+class EscalationFact:
+    """Cause, impact and next step: an investigation's stored escalation, or an answer's section."""
+
+    source: str  # investigation | answer
+    summary: str
+    impact: str
+    likely_cause: str
+    next_step: str
+    # For an investigation: the entity, the event that opened it, and its state (open, resolved, ...).
+    entity: str = ""
+    event: str = ""
+    state: str = ""
 
 
 @dataclass(frozen=True)
@@ -100,6 +148,22 @@ class SessionExport:
     # The sum of every turn's cost; None when some turn's price is unknown.
     cost_usd: Decimal | None
     usage: dict[str, int] = field(default_factory=dict)
+    # Every execution requested or proposed, in the order asked (`ActionFact`).
+    actions: list[ActionFact] = field(default_factory=list)
+    # None until the caller adds one (`with_escalation`), and for a session without one.
+    escalation: EscalationFact | None = None
+
+    @property
+    def final_answer(self) -> str:
+        """What Hermes said last: the last text of the latest turn that said something."""
+        for turn in reversed(self.turns):
+            texts = [step.text for step in turn.steps if step.kind == "answer" and step.text.strip()]
+            if texts:
+                return texts[-1]
+        return ""
+
+    def with_escalation(self, escalation: EscalationFact | None) -> SessionExport:
+        return replace(self, escalation=escalation)
 
     @property
     def tool_calls(self) -> list[ToolCallFact]:
@@ -152,6 +216,11 @@ def session_export(*, session_id: uuid.UUID) -> SessionExport | None:
                 steps=[_step(item, decisions) for item in view.items if _step_of_note(item)],
             )
         )
+    # Proposed in Hermes instead of sent (`agent.proposals`): the tool's answer is prose, the row the fact.
+    proposed = {row.tool_use_id: row for row in Proposal.objects.filter(session_id=session_id) if row.tool_use_id}
+    actions = [
+        action for view in views for action in _actions(view.items, turns[uuid.UUID(view.turn_id)], decisions, proposed)
+    ]
     usage: dict[str, int] = {}
     for fact in facts:
         for key, value in fact.usage.items():
@@ -168,6 +237,7 @@ def session_export(*, session_id: uuid.UUID) -> SessionExport | None:
         tokens_total=sum(fact.tokens_total for fact in facts),
         cost_usd=sum(costs, Decimal(0)) if len(costs) == len(facts) else None,
         usage=usage,
+        actions=actions,
     )
 
 
@@ -191,6 +261,7 @@ def _step(item: object, decisions: dict[str, list[DecisionFact]]) -> StepFact:
                 duration_ms=item.duration_ms,
                 result=result,
                 result_complete=not item.truncated and len(item.result) <= RESULT_CHARS,
+                result_chars=len(item.result),
             ),
         )
     if isinstance(item, ApprovalItem):
@@ -209,3 +280,106 @@ def _step(item: object, decisions: dict[str, list[DecisionFact]]) -> StepFact:
         )
     assert isinstance(item, NoticeItem)
     return StepFact(kind="notice", text=f"{item.code}: {item.message}")
+
+
+_DECIDED = {"approve": "approved", "deny": "denied"}
+
+
+def _actions(
+    items: Sequence[object], turn: Turn, decisions: dict[str, list[DecisionFact]], proposed: dict[str, Proposal]
+) -> list[ActionFact]:
+    """The turn's `request_execution` calls, each with the latest word on it in the turn's ledger.
+
+    A parked request is decided from the control room (`decisions`), a proposal in Hermes
+    (`proposed`); a later `get_execution` of the same execution in the turn says how it ended.
+    Anything Oikos said elsewhere is not known here.
+    """
+    actions: list[ActionFact] = []
+    oikos = oikos_server_name()
+    for item in items:
+        # Only Oikos's tools count: any MCP server may name a tool `request_execution`.
+        if not isinstance(item, ToolItem) or not item.done or item.server != oikos:
+            continue
+        said = _json_object(item.result)
+        if item.tool == REQUEST_EXECUTION and item.tool_use_id in proposed:
+            actions.append(_action_proposed(item, proposed[item.tool_use_id], turn))
+        elif item.tool == REQUEST_EXECUTION:
+            actions.append(_action_requested(item, said, turn, decisions))
+        elif item.tool == "get_execution" and said.get("execution_id"):
+            actions = [_action_followed(action, said) for action in actions]
+    return actions
+
+
+def _action_requested(
+    item: ToolItem, said: dict[str, Any], turn: Turn, decisions: dict[str, list[DecisionFact]]
+) -> ActionFact:
+    action = ActionFact(
+        action=str(said.get("action") or item.input.get("action") or ""),
+        target=str(said.get("target") or item.input.get("target") or ""),
+        requested_by=turn.actor,
+        requested_at=turn.started_at,
+        status=str(said.get("status") or "requested"),
+        detail=str(said.get("message") or ""),
+        approval_id=str(said.get("approval_id") or ""),
+        execution_id=str(said.get("execution_id") or ""),
+        correlation_id=turn.id,
+    )
+    if item.is_error or item.state == "error":
+        return replace(action, status="failed", detail=" ".join(item.result.split())[:300])
+    if said.get("needs_approval") or action.status == "proposed":
+        action = replace(action, status="awaiting approval")
+        decided = [d for d in decisions.get(action.approval_id, []) if d.outcome == "Decided"]
+        if decided:
+            last = decided[-1]
+            return replace(
+                action,
+                status=_DECIDED.get(last.decision, last.decision),
+                decided_by=last.operator,
+                decided_at=last.decided_at,
+                # What Oikos said when it parked the request is stale once decided.
+                detail=last.reason,
+            )
+    return action
+
+
+def _action_followed(action: ActionFact, said: dict[str, Any]) -> ActionFact:
+    """`action` with the status a later `get_execution` of its execution reported."""
+    if action.execution_id != str(said["execution_id"]) or not said.get("status"):
+        return action
+    decided_by = str(said.get("decided_by") or "") or action.decided_by
+    return replace(action, status=str(said["status"]), decided_by=decided_by)
+
+
+def _action_proposed(item: ToolItem, row: Proposal, turn: Turn) -> ActionFact:
+    """A proposal with the decision an operator took on it in Hermes, and what Oikos then answered."""
+    action = ActionFact(
+        action=row.action or str(item.input.get("action") or ""),
+        target=row.target or str(item.input.get("target") or ""),
+        requested_by=turn.actor,
+        requested_at=turn.started_at,
+        status="proposed",
+        proposal_id=str(row.id),
+        correlation_id=turn.id,
+    )
+    if row.status == Proposal.Status.PENDING:
+        return action
+    decided = replace(action, decided_by=row.decided_by, decided_at=row.decided_at)
+    if row.status == Proposal.Status.REJECTED:
+        return replace(decided, status="rejected")
+    outcome = row.outcome if isinstance(row.outcome, dict) else {}
+    if outcome.get("error"):
+        return replace(decided, status="failed", detail=str(outcome["error"]))
+    return replace(
+        decided,
+        status=str(outcome.get("status") or "approved"),
+        execution_id=str(outcome.get("execution_id") or ""),
+        approval_id=str(outcome.get("approval_id") or ""),
+    )
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}

@@ -1,203 +1,148 @@
-"""A session's `SessionExport` as a Markdown incident note that no content can break.
+"""A session's `SessionExport` as a Markdown incident note: what a person pastes into a ticket.
 
-Everything from outside Hermes — questions, answers, tool arguments and results, names, Oikos's
-messages — is placed where it cannot change the note's structure:
-- questions and answers are block quotes (every line prefixed), so a heading, a rule or an unclosed
-  code fence in them ends with the quote; outside code blocks nothing can open HTML, a link or an
-  image (`quoted`), so no raw HTML, `javascript:` link or remote image reaches a renderer that
-  allows them;
-- arguments and results are fenced code blocks whose fence is longer than any backtick run inside;
-- short values (titles, names, ids) are inline text with Markdown punctuation backslash-escaped, or
-  code spans delimited by more backticks than they contain.
+It leads with what a reader needs first: a header (session, who, when, model, cost), **Summary**
+(the escalation's summary, or the final answer's first paragraph), **Outcome** (each execution
+asked for, what became of it and who decided), **Escalation** (cause, impact, next step, when there
+is one); then the **Timeline** — each question, one line per tool call with a short preview of its
+result, long results folded below it (`result_block`), the answers — and the correlation ids.
+
+Every piece that comes from outside Hermes goes through `transcript.export_escape`, so no content
+can change the note's structure or carry live HTML (`tests/transcript/test_export_safety.py`).
 """
 
 from __future__ import annotations
 
 import datetime
 import json
-import re
-from collections.abc import Iterator
 from decimal import Decimal
-from urllib.parse import urlsplit
+from typing import Any
 
-from markdown_it import MarkdownIt
-from markdown_it.token import Token
+from transcript.export import ActionFact, ApprovalFact, EscalationFact, SessionExport, StepFact, ToolCallFact, TurnFact
+from transcript.export_escape import code_span, fenced, folded, inline, quoted
 
-from transcript.export import ApprovalFact, SessionExport, StepFact, ToolCallFact, TurnFact
-
-_PUNCTUATION = re.compile(r"([\\`*_{}\[\]<>&!|#~])")
-_BACKTICKS = re.compile(r"`+")
-
-
-def inline(text: str) -> str:
-    """`text` as literal inline Markdown on one line: punctuation escaped, newlines as spaces."""
-    return _escaped(_PUNCTUATION, " ".join(str(text).split()))
-
-
-def _escaped(pattern: re.Pattern[str], text: str) -> str:
-    """`text` with what `pattern` matches backslash-escaped, but `<` as `&lt;`.
-
-    cmark-gfm's autolink extension takes a backslash into the URL it links
-    (`https://a.example\\<img ...>`), which leaves the `<` after it unescaped; an entity it keeps out.
-    """
-    return pattern.sub(_escape_one, text)
-
-
-def _escape_one(match: re.Match[str]) -> str:
-    return "&lt;" if match.group() == "<" else "\\" + match.group()
-
-
-def code_span(text: str) -> str:
-    """`text` as an inline code span, delimited by one more backtick than its longest run."""
-    text = " ".join(str(text).split())
-    longest = max((len(run) for run in _BACKTICKS.findall(text)), default=0)
-    fence = "`" * (longest + 1)
-    padded = f" {text} " if text.startswith("`") or text.endswith("`") or not text.strip() else text
-    return f"{fence}{padded}{fence}"
-
-
-def fenced(text: str, info: str = "") -> str:
-    """A fenced code block holding `text` verbatim: its fence outruns any backtick run inside."""
-    longest = max((len(run) for run in _BACKTICKS.findall(text)), default=0)
-    fence = "`" * max(3, longest + 1)
-    return f"{fence}{info}\n{text.rstrip()}\n{fence}"
-
-
-def quoted(text: str) -> str:
-    """Model or operator Markdown as a block quote that renders no HTML, no image and no odd link.
-
-    Which lines are code blocks is decided by a CommonMark parser (markdown-it-py), not by
-    patterns; they are kept verbatim (a renderer shows them as text). Every other line keeps its
-    code spans, found as CommonMark finds them (a backslash escapes a backtick outside code, not
-    inside), and has `\\`, the backtick, `[`, `]` and `&` backslash-escaped everywhere else, `<` as
-    `&lt;`. So no link, image, autolink or HTML tag can begin outside code, whatever backslashes
-    or fence-like lines the text holds; bare http(s) URLs still become links where the renderer links
-    them. The result is parsed again, raw HTML allowed: should any HTML, image or link other than
-    http(s) remain (a table cell splitting a code span, say), the text is fenced whole instead.
-    """
-    body = str(text).strip()
-    code = _code_lines(body)
-    lines = [line if number in code else _prose_line(line) for number, line in enumerate(body.split("\n"))]
-    note = "\n".join(f"> {line}" if line.strip() else ">" for line in lines)
-    return note if note_safe(note) else fenced(body, "text")
-
-
-_PROSE = re.compile(r"([\\`\[\]<&])")
-# What starts an autolink in cmark-gfm: a scheme's colon, `www.`, an email's `@`.
-_AUTOLINK = re.compile(r"[:@]|www\.", re.IGNORECASE)
-# Where cmark-gfm ends an autolink: ASCII white space only (not a no-break space).
-_SPACE = re.compile(r"[ \t\r\n\f\v]")
-
-
-def _prose_line(line: str) -> str:
-    """`line` with its code spans as they are and everything around them escaped (`_PROSE`)."""
-    out: list[str] = []
-    start = at = 0
-    while at < len(line):
-        if line[at] == "\\":
-            at += 2  # an escaped character: never opens a code span
-            continue
-        run = _BACKTICKS.match(line, at)
-        if run is None:
-            at += 1
-            continue
-        close = next((m for m in _BACKTICKS.finditer(line, run.end()) if len(m.group()) == len(run.group())), None)
-        if close is None or _AUTOLINK.search(_SPACE.split(line[: run.start()])[-1]):
-            # No closing run on the line, or a URL right before it that cmark-gfm's autolinks would
-            # extend over the opening backticks (they end only at a space or `<`), leaving the span's
-            # text to be read as Markdown: literal backticks, escaped with the prose.
-            at = run.end()
-            continue
-        out += [_escaped(_PROSE, line[start:at]), line[at : close.end()]]
-        start = at = close.end()
-    out.append(_escaped(_PROSE, line[start:]))
-    return "".join(out)
-
-
-_CODE_BLOCKS = ("fence", "code_block")
-# As permissive as a note's reader may be: raw HTML passed through, GitHub's tables and strikethrough.
-_reader = MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"])
-_parser = MarkdownIt("commonmark", {"html": True})
-
-
-def _code_lines(text: str) -> set[int]:
-    lines: set[int] = set()
-    for token in _parser.parse(text):
-        if token.type in _CODE_BLOCKS and token.map:
-            lines.update(range(*token.map))
-    return lines
-
-
-def note_safe(markdown: str) -> bool:
-    """True when `markdown` parses to no raw HTML, no image and only http(s) links."""
-    return all(_token_safe(token) for token in _tokens_nested(_reader.parse(markdown)))
-
-
-def _tokens_nested(tokens: list[Token]) -> Iterator[Token]:
-    for token in tokens:
-        yield token
-        if token.children:
-            yield from _tokens_nested(token.children)
-
-
-def _token_safe(token: Token) -> bool:
-    if token.type in ("html_block", "html_inline", "image"):
-        return False
-    if token.type == "link_open":
-        return urlsplit(str(token.attrGet("href") or "")).scheme.lower() in ("http", "https")
-    return True
-
+# A tool line previews this much of its result (and of its arguments); a result that fits is shown
+# whole there, a longer one is folded below the line.
+PREVIEW_CHARS = 120
+# A folded result shows at most this much: pretty-printed JSON grows past the stored result.
+BLOCK_CHARS = 4000
+# The Summary is one paragraph, not the whole answer.
+SUMMARY_CHARS = 1200
 
 _DECIDED = {"approve": "approved", "deny": "denied"}
-
-
-def _when(moment: datetime.datetime | None) -> str:
-    if moment is None:
-        return "—"
-    return moment.astimezone(datetime.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-
-
-def _cost(cost: Decimal | None) -> str:
-    return "unknown (no list price for a model used)" if cost is None else f"${cost:.4f}"
-
-
-def _tokens(usage: dict[str, int], total: int) -> str:
-    parts = [
-        f"{usage.get(key, 0):,} {label}"
-        for key, label in (
-            ("input_tokens", "input"),
-            ("output_tokens", "output"),
-            ("cache_read_input_tokens", "cache read"),
-            ("cache_creation_input_tokens", "cache write"),
-        )
-        if usage.get(key)
-    ]
-    return f"{total:,}" + (f" ({', '.join(parts)})" if parts else "")
+_CALL_STATES = {"ok": "ok", "error": "error", "unknown": "outcome unknown (it may have run)", "started": "in flight"}
 
 
 def session_markdown(export: SessionExport) -> str:
-    """The incident note: a summary, then each turn's question, tool calls, approvals and answer."""
-    lines = [
-        f"# {inline(export.title)}",
-        "",
-        f"- **Session:** {code_span(str(export.id))}",
-        f"- **Opened by:** {inline(export.actor)}" + (f" via {inline(export.origin)}" if export.origin else ""),
-        f"- **From:** {_when(export.created_at)} **to** {_when(export.last_active_at)}",
-        f"- **Turns:** {len(export.turns)} · **Tool calls:** {len(export.tool_calls)}"
-        f" · **Approvals:** {len(export.approvals)}",
-        f"- **Tokens:** {_tokens(export.usage, export.tokens_total)}",
-        f"- **Cost:** {_cost(export.cost_usd)}",
-        "",
-        "## Timeline",
-    ]
+    """The incident note: header, Summary, Outcome, Escalation, then the Timeline and the ids."""
+    lines = [f"# {inline(export.title)}", "", *_header(export), "", "## Summary", "", _summary(export)]
+    lines += ["", "## Outcome", "", *_outcome(export)]
+    if export.escalation is not None:
+        lines += ["", "## Escalation", "", *_escalation(export.escalation)]
+    lines += ["", "## Timeline"]
     for number, turn in enumerate(export.turns, start=1):
         lines += ["", *_turn(number, turn)]
-    if export.approvals:
-        lines += ["", "## Approvals", ""]
-        lines += [_approval_line(approval) for approval in export.approvals]
     lines += ["", "## Correlation ids", ""]
     lines += [f"{number}. {code_span(str(turn.correlation_id))}" for number, turn in enumerate(export.turns, start=1)]
     return "\n".join(lines) + "\n"
+
+
+def _header(export: SessionExport) -> list[str]:
+    askers = list(dict.fromkeys(turn.asked_by for turn in export.turns if turn.asked_by)) or [export.actor]
+    models = list(dict.fromkeys(turn.model for turn in export.turns if turn.model))
+    lines = [
+        f"- **Session:** {code_span(str(export.id))}, opened by {inline(export.actor)}"
+        + (f" via {inline(export.origin)}" if export.origin else ""),
+        f"- **Asked by:** {', '.join(inline(asker) for asker in askers)}",
+        f"- **When:** {_when(export.created_at)} **to** {_when(export.last_active_at)}",
+        f"- **Model:** {', '.join(inline(model) for model in models) if models else '—'}",
+        f"- **Cost:** {_cost(export.cost_usd)} · **Tokens:** {_tokens(export.usage, export.tokens_total)}",
+        f"- **Turns:** {len(export.turns)} · **Tool calls:** {len(export.tool_calls)}"
+        f" · **Actions:** {len(export.actions)} · **Approvals:** {len(export.approvals)}",
+    ]
+    escalation = export.escalation
+    if escalation is not None and escalation.source == "investigation":
+        lines.append(
+            f"- **Investigation:** opened by Oikos's {inline(escalation.event or 'event')}"
+            + (f" on {inline(escalation.entity)}" if escalation.entity else "")
+            + (f", {inline(escalation.state)}" if escalation.state else "")
+        )
+    return lines
+
+
+def _summary(export: SessionExport) -> str:
+    if export.escalation is not None and export.escalation.summary.strip():
+        return quoted(_capped(export.escalation.summary, SUMMARY_CHARS))
+    paragraph = _first_paragraph(export.final_answer)
+    if paragraph:
+        return quoted(_capped(paragraph, SUMMARY_CHARS))
+    last = export.turns[-1] if export.turns else None
+    status = f" (the last turn: {inline(last.status)})" if last is not None else ""
+    return f"_Hermes gave no answer{status}._"
+
+
+def _first_paragraph(answer: str) -> str:
+    """The answer's first paragraph of prose: not a heading, not a code block."""
+    for paragraph in answer.strip().split("\n\n"):
+        text = paragraph.strip()
+        if text and not text.startswith(("#", "```", "~~~")):
+            return text
+    return ""
+
+
+def _capped(text: str, limit: int) -> str:
+    text = text.strip()
+    return text if len(text) <= limit else text[:limit].rstrip() + " …"
+
+
+def _outcome(export: SessionExport) -> list[str]:
+    if not export.actions:
+        read = len(export.tool_calls)
+        calls = f"{read} tool call" + ("" if read == 1 else "s")
+        return ["No action was requested" + (f": Hermes only read ({calls})." if read else ".")]
+    return [_action_line(action) for action in export.actions]
+
+
+def _action_line(action: ActionFact) -> str:
+    what = f"{inline(action.action or 'an action')} on {inline(action.target or 'an unnamed target')}"
+    line = f"- **{inline(action.status.capitalize())}:** {what}, requested by {inline(action.requested_by)}"
+    line += f" at {_when(action.requested_at)}"
+    if action.decided_by:
+        verb = {"denied": "denied", "rejected": "rejected"}.get(action.status, "approved")
+        line += f"; {verb} by {inline(action.decided_by)}" + (
+            f" at {_when(action.decided_at)}" if action.decided_at else ""
+        )
+    elif action.status == "awaiting approval":
+        line += "; no decision recorded in Hermes"
+    ids = [
+        f"{label} {code_span(value)}"
+        for label, value in (
+            ("proposal", action.proposal_id),
+            ("approval", action.approval_id),
+            ("execution", action.execution_id),
+        )
+        if value
+    ]
+    line += f" ({', '.join(ids)})" if ids else ""
+    detail = action.detail.strip().rstrip(".")
+    return line + (f" — {inline(detail)}" if detail else "") + "."
+
+
+def _escalation(escalation: EscalationFact) -> list[str]:
+    fields = (escalation.summary, escalation.likely_cause, escalation.impact, escalation.next_step)
+    if not any(value.strip() for value in fields):
+        # Its turn is running, was cut off before it escalated, or never ran (skipped).
+        state = f" (the investigation is {inline(escalation.state)})" if escalation.state else ""
+        return [f"_No escalation yet{state}._"]
+    lines = [
+        f"- **{label}:** {inline(value) if value.strip() else '_not stated_'}"
+        for label, value in (
+            ("Likely cause", escalation.likely_cause),
+            ("Impact", escalation.impact),
+            ("Next step", escalation.next_step),
+        )
+    ]
+    source = "the investigation's escalation" if escalation.source == "investigation" else "the answer's Escalation"
+    return [*lines, "", f"_From {source}; the Summary above is its summary._"]
 
 
 def _turn(number: int, turn: TurnFact) -> list[str]:
@@ -229,28 +174,94 @@ def _step(step: StepFact, turn: TurnFact, *, final: bool) -> list[str]:
 
 
 def _tool_call(call: ToolCallFact) -> list[str]:
-    outcome = {"ok": "ok", "error": "error", "unknown": "outcome unknown (it may have run)", "started": "in flight"}
-    lines = [
-        f"**Tool call** {code_span(f'{call.server}/{call.tool}' if call.server else call.tool)}"
-        f" — {outcome.get(call.state, inline(call.state))}, {call.duration_ms:,} ms",
-        "",
-        "Arguments:",
-        "",
-        fenced(json.dumps(call.arguments, indent=2, ensure_ascii=False, sort_keys=True), "json"),
-        "",
-        "Result" + ("" if call.result_complete else " (the start; the ledger keeps the whole result)") + ":",
-        "",
-        _result_block(call.result),
-    ]
-    return lines
+    """One line — the tool, its arguments, how it went, a preview of its result — then the folds."""
+    arguments = _compact(call.arguments)
+    line = (
+        f"**Tool** {code_span(_tool_name(call))} {code_span(_preview(arguments))}"
+        f" — {_CALL_STATES.get(call.state, inline(call.state))}, {call.duration_ms:,} ms"
+        f" → {code_span(_preview(_result_compact(call.result)))}"
+    )
+    lines = [line]
+    if len(arguments) > PREVIEW_CHARS:
+        pretty = json.dumps(call.arguments, indent=2, ensure_ascii=False, sort_keys=True)
+        lines += [
+            "",
+            folded(f"Arguments of {_tool_name(call)} ({len(arguments):,} characters)", fenced(pretty, "json")),
+        ]
+    block = result_block(call)
+    return lines + (["", *block] if block else [])
 
 
-def _result_block(result: str) -> str:
+def result_block(call: ToolCallFact) -> list[str]:
+    """What the note shows of a tool's result below its line: nothing when the line's preview
+    holds it whole, else the result folded (pretty JSON or text, at most `BLOCK_CHARS`) with a note
+    of what was cut. The one place a result is drawn into the note: a picture of it goes here."""
+    if call.result_complete and len(_result_compact(call.result)) <= PREVIEW_CHARS:
+        return []
+    text, info = _result_text(call.result)
+    cut = len(text) > BLOCK_CHARS
+    shown = text[: text.rfind("\n", 0, BLOCK_CHARS) + 1 or BLOCK_CHARS] if cut else text
+    notes = []
+    if cut:
+        notes.append(f"{len(shown):,} of {len(text):,} characters shown")
+    if not call.result_complete:
+        notes.append(f"the start of a {call.result_chars:,}-character result; the ledger keeps it whole")
+    summary = f"Result of {_tool_name(call)} ({call.result_chars or len(call.result):,} characters)"
+    body = fenced(shown or "(empty)", info) + (f"\n\n_Cut: {'; '.join(notes)}._" if notes else "")
+    return [folded(summary, body)]
+
+
+def _tool_name(call: ToolCallFact) -> str:
+    return f"{call.server}/{call.tool}" if call.server else call.tool
+
+
+def _compact(value: Any, *, sort_keys: bool = True) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=sort_keys, separators=(", ", ": "))
+
+
+def _result_compact(result: str) -> str:
+    """The result on one line: JSON re-serialised compactly (in the tool's order: the first keys
+    are usually the telling ones), any other text with its spaces folded."""
+    try:
+        return _compact(json.loads(result), sort_keys=False)
+    except ValueError:
+        return " ".join(result.split()) or "(empty)"
+
+
+def _result_text(result: str) -> tuple[str, str]:
     """A JSON result pretty-printed (most Oikos tools answer JSON), any other as text."""
     try:
-        return fenced(json.dumps(json.loads(result), indent=2, ensure_ascii=False), "json")
+        return json.dumps(json.loads(result), indent=2, ensure_ascii=False), "json"
     except ValueError:
-        return fenced(result or "(empty)", "text")
+        return result, "text"
+
+
+def _preview(text: str) -> str:
+    return text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS].rstrip() + "…"
+
+
+def _when(moment: datetime.datetime | None) -> str:
+    if moment is None:
+        return "—"
+    return moment.astimezone(datetime.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _cost(cost: Decimal | None) -> str:
+    return "unknown (no list price for a model used)" if cost is None else f"${cost:.4f}"
+
+
+def _tokens(usage: dict[str, int], total: int) -> str:
+    parts = [
+        f"{usage.get(key, 0):,} {label}"
+        for key, label in (
+            ("input_tokens", "input"),
+            ("output_tokens", "output"),
+            ("cache_read_input_tokens", "cache read"),
+            ("cache_creation_input_tokens", "cache write"),
+        )
+        if usage.get(key)
+    ]
+    return f"{total:,}" + (f" ({', '.join(parts)})" if parts else "")
 
 
 def _approval_line(approval: ApprovalFact) -> str:

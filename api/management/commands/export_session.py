@@ -14,7 +14,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.core.serializers.json import DjangoJSONEncoder
 
-from transcript.export import session_export
+from api.export import export_read
 from transcript.export_markdown import session_markdown
 
 
@@ -31,7 +31,7 @@ class Command(BaseCommand):
             session_id = uuid.UUID(options["session_id"])
         except ValueError:
             raise CommandError(f"{options['session_id']!r} is not a session id (a UUID).") from None
-        export = session_export(session_id=session_id)
+        export = export_read(session_id=session_id)
         if export is None:
             raise CommandError(f"There is no session with id {session_id}.")
         if options["format"] == "json":
