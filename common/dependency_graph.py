@@ -53,7 +53,8 @@ def blast_graph(*, target: str, entries: Sequence[Any], shown: int = NODES_SHOWN
     root = _tree(target, nodes)
     rows = list(_preorder(root))[: shown + 1]
     hidden = len(nodes) - (len(rows) - 1)
-    height = (len(rows) + (1 if hidden else 0)) * ROW + 2 * ROW
+    # The rows, "+N more" when some are left out, and the legend's line.
+    height = (len(rows) + (1 if hidden else 0) + 1) * ROW + 4
     width = max(
         240.0,
         max(LEFT + row.depth * INDENT + 2 * DOT + 8 + len(_short(row.slug)) * CHARACTER_WIDTH for row in rows) + 10,
@@ -61,7 +62,7 @@ def blast_graph(*, target: str, entries: Sequence[Any], shown: int = NODES_SHOWN
     parts = [_edges(rows), *(_row(row, index) for index, row in enumerate(rows))]
     if hidden:
         parts.append(svg.label(f"+{hidden} more", x=LEFT + INDENT, y=len(rows) * ROW + 14, css="graph-more"))
-    parts.append(_legend(nodes, y=height - 8))
+    parts.append(_legend(nodes, y=height - 6))
     return svg.document(*parts, width=width, height=height, css="hermes-graph", summary=_summary(target, nodes))
 
 
