@@ -96,13 +96,18 @@ def session_escalation(*, session_id: uuid.UUID) -> EscalationCard | None:
     )
 
 
-def escalation_blast_load(card: EscalationCard) -> EscalationCard:
+async def escalation_blast_fetch(card: EscalationCard) -> EscalationCard:
     """The card with its entity's blast radius, asked of Oikos when no card has asked lately (bounded
     in time and cached like a card's, `oikos/card_context.py`); unchanged when Oikos cannot say."""
     if not card.entity or card.blast_radius:
         return card
-    facts = async_to_sync(target_facts)([card.entity]).get(card.entity)
+    facts = (await target_facts([card.entity])).get(card.entity)
     return replace(card, blast_radius=facts.blast_radius) if facts is not None else card
+
+
+def escalation_blast_load(card: EscalationCard) -> EscalationCard:
+    """`escalation_blast_fetch` for a page being served."""
+    return async_to_sync(escalation_blast_fetch)(card)
 
 
 def _blast_radius_cached(entity: str) -> list[dict[str, Any]]:
