@@ -16,6 +16,7 @@ from tests.controlroom.test_investigations import _fire
 from transcript.view import ToolItem
 
 POINTS = [["2026-12-06T10:00:00Z", 40.5], ["2026-12-06T10:05:00Z", 41.0], ["2026-12-06T10:10:00Z", 43.25]]
+TURN_ID = "7c0e6f2a-0d55-4a43-9a51-3b8f4c1e2d10"
 HOSTILE = '<img src=x onerror="alert(1)">'
 
 
@@ -33,7 +34,7 @@ def _chip(**overrides: object) -> str:
     )
     for name, value in overrides.items():
         setattr(item, name, value)
-    return render_to_string("controlroom/partials/tool_chip.html", {"item": item, "turn": {"turn_id": "7c0e6f2a-0d55-4a43-9a51-3b8f4c1e2d10"}})
+    return render_to_string("controlroom/partials/tool_chip.html", {"item": item, "turn": {"turn_id": TURN_ID}})
 
 
 class TestToolChip:
