@@ -9,9 +9,11 @@ from __future__ import annotations
 import datetime
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from asgiref.sync import async_to_sync
+from django.conf import settings
 from django.db import connection
 from django.db.models import Case, Exists, F, OuterRef, Q, Value, When
 
@@ -20,6 +22,8 @@ from agent.budget import BudgetConfig, spend_today
 from agent.llm import ModelConfig
 from agent.models import Activity, AgentSession, Turn
 from agent.selectors import ContextInUse
+from oikos import selectors as oikos_selectors
+from oikos.card_context import target_facts
 from watch.models import Investigation
 
 # The chat drawer, on every page but home, draws fewer: it is a side pane, and its turns would
@@ -61,6 +65,8 @@ class EscalationCard:
     finished: bool
     # Executions it proposed in Hermes (`agent.proposals`), waiting for or decided by an operator.
     proposals: list[dict[str, Any]] = field(default_factory=list)
+    # What depends on the entity, as Oikos last told a card (`oikos.card_context`), drawn as a graph.
+    blast_radius: list[dict[str, Any]] = field(default_factory=list)
 
 
 def session_escalation(*, session_id: uuid.UUID) -> EscalationCard | None:
@@ -86,7 +92,31 @@ def session_escalation(*, session_id: uuid.UUID) -> EscalationCard | None:
         correlation_id=str(escalation.get("correlation_id", "")),
         finished=bool(escalation),
         proposals=list(escalation.get("proposals", [])),
+        blast_radius=_blast_radius_cached(investigation.entity),
     )
+
+
+async def escalation_blast_fetch(card: EscalationCard) -> EscalationCard:
+    """The card with its entity's blast radius, asked of Oikos when no card has asked lately (bounded
+    in time and cached like a card's, `oikos/card_context.py`); unchanged when Oikos cannot say."""
+    if not card.entity or card.blast_radius:
+        return card
+    facts = (await target_facts([card.entity])).get(card.entity)
+    return replace(card, blast_radius=facts.blast_radius) if facts is not None else card
+
+
+def escalation_blast_load(card: EscalationCard) -> EscalationCard:
+    """`escalation_blast_fetch` for a page being served."""
+    return async_to_sync(escalation_blast_fetch)(card)
+
+
+def _blast_radius_cached(entity: str) -> list[dict[str, Any]]:
+    """The entity's blast radius if a card fetched it recently (`escalation_blast_load` fetches it)."""
+    if not entity:
+        return []
+    ttl = float(settings.HERMES_CARD_CONTEXT_TTL)
+    facts = oikos_selectors.target_facts_cached(targets=[entity], ttl=ttl, failure_ttl=0).get(entity)
+    return facts.blast_radius if facts is not None else []
 
 
 def budget_meter() -> dict[str, Any]:

@@ -74,7 +74,7 @@ class TranscriptFeed:
             # page was served); later changes come as `investigation.news`.
             card = await database_sync_to_async(selectors.session_escalation)(session_id=self.session_id)
             if card is not None:
-                parts.append(fragments.escalation_replace(card))
+                parts.append(fragments.escalation_replace(await selectors.escalation_blast_fetch(card)))
         parts.append(fragments.turn_controls(self.running()))
         return parts, approvals
 
@@ -204,7 +204,7 @@ class TranscriptFeed:
         if mine:
             card = await database_sync_to_async(selectors.session_escalation)(session_id=self.session_id)
             if card is not None:
-                parts.append(fragments.escalation_replace(card))
+                parts.append(fragments.escalation_replace(await selectors.escalation_blast_fetch(card)))
         return parts, any(news["escalated"] for news in mine)
 
     async def finished_turns_redraw(self) -> None:

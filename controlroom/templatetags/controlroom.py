@@ -16,6 +16,8 @@ from django.utils.safestring import SafeString, mark_safe
 from django.utils.timesince import timesince
 
 from common import dom
+from common.charts import chart_for_result
+from common.dependency_graph import blast_graph as blast_graph_svg
 from common.markdown import markdown_render
 
 register = template.Library()
@@ -139,3 +141,19 @@ def since(value: Any) -> str:
     if seconds < 60:
         return "under a minute"
     return timesince(moment, timezone.now(), depth=1)
+
+
+@register.filter
+def tool_chart(item: Any) -> SafeString | None:
+    """The picture of a finished tool call's result (a metric chart, a blast radius), or None."""
+    if not getattr(item, "done", False) or getattr(item, "is_error", False) or getattr(item, "truncated", False):
+        return None
+    chart = chart_for_result(str(item.tool or item.name), item.result)
+    return mark_safe(chart) if chart else None  # built by common.svg, which escapes every text
+
+
+@register.filter
+def blast_graph(entries: Any, target: str) -> SafeString | None:
+    """An approval card's blast radius (`TargetFacts.blast_radius`) drawn as a tree under `target`."""
+    graph = blast_graph_svg(target=str(target), entries=entries or [])
+    return mark_safe(graph) if graph else None  # built by common.svg, which escapes every text

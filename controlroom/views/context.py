@@ -84,7 +84,7 @@ def conversation_context(
         "session_id": str(session_id) if session_id else "",
         "session_title": head.title if head else "",
         "context": head.context if head else None,
-        "escalation": selectors.session_escalation(session_id=session_id) if session_id else None,
+        "escalation": _escalation(session_id) if session_id else None,
         "turns": turns,
         "earlier_url": _session_url(session_id, before=page.earlier_than) if page and page.earlier_than else "",
         "latest_url": _session_url(session_id) if earlier else "",
@@ -102,6 +102,11 @@ def conversation_context(
             **selectors.model_picker(session_id=session_id, chosen=head.model if head else None),
         },
     }
+
+
+def _escalation(session_id: uuid.UUID) -> selectors.EscalationCard | None:
+    card = selectors.session_escalation(session_id=session_id)
+    return selectors.escalation_blast_load(card) if card is not None else None
 
 
 def _session_url(session_id: uuid.UUID | None, *, before: uuid.UUID | None = None) -> str:

@@ -10,6 +10,7 @@ questions of one model running behind a Daphne subprocess):
 - "…long…"                → a long answer streamed slowly (for Stop and reload tests)
 - "…hostile…"             → answers and tool arguments carrying script, event-handler, javascript:
                             and htmx payloads (for the escaping tests)
+- "…chart…"               → `query_metrics(service:postgres, disk_pct)`, then a short answer
 - "…think…"               → thinks (streamed slowly), checks the health summary, thinks again
                             and answers (needs thinking enabled, Hermes's default)
 - anything else           → a short echo
@@ -92,6 +93,18 @@ class Thinker:
         return Reply.blocks([thinking(THINKING_SECOND), text(THINKER_ANSWER)], chunk=6, delay=self.delay)
 
 
+# What the "…chart…" behaviour asks Oikos for (drawn as a chart in its chip).
+CHART_QUERY = {"slug": "service:postgres", "metric": "disk_pct", "since_minutes": 120}
+
+
+@dataclass
+class MetricReader:
+    def __call__(self, request: dict[str, Any]) -> Reply:
+        if not last_tool_results(request) and request.get("tools"):
+            return Reply.tool_use(offered_tool(request, "query_metrics"), dict(CHART_QUERY))
+        return Reply.text("postgres's disk has been climbing for the last two hours.", chunk=20)
+
+
 @dataclass
 class Echo:
     def __call__(self, request: dict[str, Any]) -> Reply:
@@ -114,6 +127,8 @@ def _behaviour_for(question: str, *, delay: float) -> Callable[[dict[str, Any]],
         return Hostile()
     if "think" in lowered:
         return Thinker()
+    if "chart" in lowered:
+        return MetricReader()
     return Echo()
 
 
