@@ -59,6 +59,47 @@ def chart_for_result(tool_name: str, result: Any) -> str | None:
     return None
 
 
+# Eight heights of a text sparkline: a metric drawn where only text goes (the Markdown export,
+# which carries no HTML or image of its own; tests/transcript/test_export_safety.py).
+SPARKS = "▁▂▃▄▅▆▇█"
+SPARK_POINTS = 48
+
+
+@dataclass(frozen=True)
+class Sparkline:
+    bars: str  # only SPARKS characters
+    summary: str  # the tool's names and unit in it: untrusted text, for the caller to escape
+
+
+def sparkline_for_result(tool_name: str, result: Any) -> Sparkline | None:
+    """The metric series of a `query_metrics` / `get_trend` result as one line of block
+    characters (its first series, resampled to at most `SPARK_POINTS`), or None."""
+    tool = str(tool_name).rsplit("__", 1)[-1]
+    data = _parsed(result)
+    if tool not in ("query_metrics", "get_trend") or not isinstance(data, Mapping):
+        return None
+    metric = _word(data.get("metric")) or "value"
+    series = _series_of(data, default_name=metric)
+    if not series:
+        return None
+    values = [y for _, y in series[0].points]
+    if len(values) > SPARK_POINTS:
+        step = len(values) / SPARK_POINTS
+        values = [values[int(index * step)] for index in range(SPARK_POINTS - 1)] + [values[-1]]
+    low, high = min(values), max(values)
+    span = (high - low) or 1.0
+    bars = "".join(SPARKS[round((value - low) / span * (len(SPARKS) - 1))] for value in values)
+    unit = _word(data.get("unit"))
+    slug = _word(data.get("slug"))
+    where = f" on {slug}" if slug else ""
+    name = f"{metric}{where}" if len(series) == 1 else f"{series[0].name}{where}"
+    summary = (
+        f"{name}, {len(series[0].points)} points, min {_value(low, unit)}, max {_value(high, unit)},"
+        f" last {_value(series[0].points[-1][1], unit)}"
+    )
+    return Sparkline(bars=bars, summary=summary)
+
+
 def _parsed(result: Any) -> Any:
     if isinstance(result, str | bytes):
         try:

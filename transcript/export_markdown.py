@@ -17,6 +17,7 @@ import json
 from decimal import Decimal
 from typing import Any
 
+from common.charts import sparkline_for_result
 from transcript.export import ActionFact, ApprovalFact, EscalationFact, SessionExport, StepFact, ToolCallFact, TurnFact
 from transcript.export_escape import code_span, fenced, folded, inline, quoted
 
@@ -195,7 +196,16 @@ def _tool_call(call: ToolCallFact) -> list[str]:
 def result_block(call: ToolCallFact) -> list[str]:
     """What the note shows of a tool's result below its line: nothing when the line's preview
     holds it whole, else the result folded (pretty JSON or text, at most `BLOCK_CHARS`) with a note
-    of what was cut. The one place a result is drawn into the note: a picture of it goes here."""
+    of what was cut. The one place a result is drawn into the note: a metric series is drawn as a
+    text sparkline above it (`common.charts.sparkline_for_result`), whatever the result's length."""
+    spark = sparkline_for_result(call.tool, call.result) if call.result_complete else None
+    folds = _result_folded(call)
+    if spark is None:
+        return folds
+    return [f"{code_span(spark.bars)} {inline(spark.summary)}", *(["", *folds] if folds else [])]
+
+
+def _result_folded(call: ToolCallFact) -> list[str]:
     if call.result_complete and len(_result_compact(call.result)) <= PREVIEW_CHARS:
         return []
     text, info = _result_text(call.result)

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from common.charts import chart_for_result
+from common.charts import SPARK_POINTS, SPARKS, chart_for_result, sparkline_for_result
 from common.dependency_graph import NODES_SHOWN, blast_graph
 from oikos_sim.clock import minute_floor, utc_now
 from oikos_sim.graph import blast_radius
@@ -186,3 +186,28 @@ class TestBlastGraph:
     )
     def test_nothing_to_draw_is_none(self, target: str, entries: Any) -> None:
         assert blast_graph(target=target, entries=entries) is None
+
+
+class TestSparkline:
+    def test_a_metric_series_is_one_line_of_bars_from_its_low_to_its_high(self, world: World) -> None:
+        series = metric_series(world, "service:postgres", "disk_pct", since_minutes=120)
+
+        spark = sparkline_for_result("oikos__query_metrics", json.dumps(series))
+
+        assert spark is not None
+        values = [value for _, value in series["points"]]
+        assert set(spark.bars) <= set(SPARKS) and 2 <= len(spark.bars) <= SPARK_POINTS
+        assert "▁" in spark.bars and "█" in spark.bars
+        assert spark.summary.startswith(f"disk_pct on service:postgres, {len(values)} points, min ")
+
+    def test_a_rising_series_reads_left_to_right(self) -> None:
+        spark = sparkline_for_result("get_trend", {"metric": "load1", "points": [[0, 1], [1, 2], [2, 3], [3, 4]]})
+
+        assert spark is not None and spark.bars == "▁▃▆█"
+
+    @pytest.mark.parametrize(
+        ("tool", "result"),
+        [("get_health", {"points": [[0, 1], [1, 2]]}), ("query_metrics", {"points": [[0, 1]]}), ("query_metrics", "x")],
+    )
+    def test_anything_else_draws_no_line(self, tool: str, result: Any) -> None:
+        assert sparkline_for_result(tool, result) is None

@@ -222,3 +222,25 @@ def test_no_hostile_text_renders_live_html_in_an_answer(text: str) -> None:
 @given(st.lists(st.one_of(st.sampled_from(PIECES), st.text(max_size=4)), max_size=20).map("".join))
 def test_no_hostile_text_renders_live_html_anywhere_in_the_note(text: str) -> None:
     assert _live_html(session_markdown(_export(text)), folds=_folds(text)) == []
+
+
+class TestMetricSparklines:
+    @pytest.mark.parametrize("text", HOSTILE)
+    def test_a_metric_drawn_as_text_carries_no_live_html_from_its_names(self, text: str) -> None:
+        series = {
+            "metric": text,
+            "slug": text,
+            "unit": text,
+            "points": [[1_765_000_000 + 60 * i, i % 7] for i in range(30)],
+        }
+        export = _export("plain")
+        call = ToolCallFact(
+            server="oikos", tool="query_metrics", arguments={}, state="ok", duration_ms=3,
+            result=json.dumps(series), result_complete=True,
+        )  # fmt: skip
+        export.turns[0].steps[1] = StepFact(kind="tool_call", tool_call=call)
+
+        note = session_markdown(export)
+
+        assert "▁" in note and "█" in note
+        assert _live_html(note) == []
