@@ -201,17 +201,18 @@ def _impact_from_ledger(calls: Iterable[Activity]) -> str:
         if not isinstance(entries, list):
             continue
         slug = str(call.arguments.get("slug") or (radius.get("slug") if isinstance(radius, dict) else "") or "it")
-        dependants = [
-            f"{name} (depth {entry['depth']})" if entry.get("depth") is not None else name
-            for entry in entries
-            if isinstance(entry, dict)
-            for name in [str(entry.get("slug") or entry.get("entity") or "")]
-            if name and name != slug
-        ]
-        if dependants:
-            found.append(f"{len(dependants)} depend on {slug}: {', '.join(dependants)}")
-        else:
+        direct, further = [], []
+        for entry in entries:
+            name = str(entry.get("slug") or entry.get("entity") or "") if isinstance(entry, dict) else ""
+            if name and name != slug:
+                (direct if entry.get("depth") in (None, 1) else further).append(name)
+        if not direct and not further:
             found.append(f"nothing depends on {slug}")
+            continue
+        parts = [f"directly: {', '.join(direct)}"] if direct else []
+        parts += [f"through them: {', '.join(further)}"] if further else []
+        count = len(direct) + len(further)
+        found.append(f"{count} {'depends' if count == 1 else 'depend'} on {slug} — {'; '.join(parts)}")
     return _plain("; ".join(found))[:500]
 
 
