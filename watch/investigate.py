@@ -201,7 +201,8 @@ def _impact_from_ledger(calls: Iterable[Activity]) -> str:
         if not isinstance(entries, list):
             continue
         slug = str(call.arguments.get("slug") or (radius.get("slug") if isinstance(radius, dict) else "") or "it")
-        direct, further = [], []
+        direct: list[str] = []
+        further: list[str] = []
         for entry in entries:
             name = str(entry.get("slug") or entry.get("entity") or "") if isinstance(entry, dict) else ""
             if name and name != slug:

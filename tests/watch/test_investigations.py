@@ -169,7 +169,7 @@ async def test_a_signal_and_a_health_drop_of_one_entity_together_are_one_investi
     assert (investigation.entity, investigation.fired_count) == ("service:sonarr", 2)
     assert len(llm.requests) == 1  # one investigation's model call, not two
     page = (await AsyncClient().get("/ui/investigations/")).content.decode()
-    assert page.count('class="investigation-row') == 1 and "\u00d72" in page  # ×2
+    assert page.count('class="investigation-row') == 1 and "\u00d72" in page  # the "times two" badge
 
 
 def test_events_of_one_entity_join_within_the_incident_window_and_not_after_it() -> None:
