@@ -57,7 +57,7 @@ class TriggerPolicy:
     # At most this many investigations per hour; past it, one storm investigation summarises the rest.
     hourly_cap: int = 6
     # Events of any kind for one entity raised within this many seconds of each other are one
-    # incident: they join one investigation (a signal firing and the entity's health dropping).
+    # incident: they join one investigation (a signal firing and the entity's health dropping); 0: never.
     incident_window_seconds: float = 5.0
 
     @classmethod

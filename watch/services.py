@@ -157,7 +157,7 @@ def _decide(
         )
     cooldown_from = now - timedelta(seconds=policy.cooldown_seconds)
     repeat = same.filter(kind=trigger.kind, last_fired_at__gte=cooldown_from).order_by("-last_fired_at").first()
-    if repeat is None and trigger.entity:
+    if repeat is None and trigger.entity and policy.incident_window_seconds > 0:
         # One incident shows as several events (a signal fires, the entity's health drops): any
         # kind raised for the entity within the incident window joins its open investigation.
         window = timedelta(seconds=policy.incident_window_seconds)
