@@ -78,7 +78,8 @@ def _title(trigger: Trigger, event_type: str) -> str:
     return redact(f"{trigger.severity}: {trigger.kind} on {where} — {trigger.summary}")[:200]
 
 
-def _seq(event_id: str) -> int | None:
+def event_seq(event_id: str) -> int | None:
+    """A numeric event id as a number (ids sort and compare by it); None for any other id."""
     return int(event_id) if event_id.isdigit() else None
 
 
@@ -108,7 +109,7 @@ def event_claim(
                 row = WatchedEvent.objects.create(
                     epoch=epoch,
                     event_id=event_id,
-                    seq=_seq(event_id),
+                    seq=event_seq(event_id),
                     type=event_type,
                     at=at,
                     data=data,

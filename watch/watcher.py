@@ -91,10 +91,6 @@ class Backoff:
         return delay
 
 
-def _seq(event_id: str) -> int | None:
-    return int(event_id) if event_id.isdigit() else None
-
-
 @dataclass
 class WatchStats:
     """What `doctor` and `/metrics` report about this watcher."""
@@ -154,7 +150,7 @@ class Watcher:
                 if not cursor.event_id and self.backlog_before is None:
                     self.backlog_before = self._history_ends()
                 self.epoch = self.stats.epoch = cursor.epoch
-                self._resumed_after = _seq(cursor.event_id)
+                self._resumed_after = services.event_seq(cursor.event_id)
                 async with OikosClient.from_settings() as oikos:
                     self.stats.connected = True
                     self.connected.set()
@@ -193,7 +189,7 @@ class Watcher:
         self.stats.last_event_id, self.stats.last_event_at = event.id, event.at
         self.stats.last_seen_monotonic = time.monotonic()
         resumed_after, self._resumed_after = self._resumed_after, None
-        seq = _seq(event.id)
+        seq = services.event_seq(event.id)
         if resumed_after is not None and seq is not None and seq < resumed_after:
             self._epoch_next(f"the stream resumed after id {resumed_after} starts at id {seq}")
         try:

@@ -26,6 +26,7 @@ from tests.fakes.oikos_fixtures import AGENT_TOKEN, OPERATOR_TOKEN
 from watch import services
 from watch.models import Investigation, WatchedEvent
 from watch.policy import TriggerPolicy
+from watch.selectors import watch_status
 from watch.watcher import Backoff, Watcher
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -135,6 +136,7 @@ async def test_after_oikos_restarts_numbering_from_1_the_next_event_opens_its_in
         "service:jellyfin",
     ]
     assert first.watcher.stats.epoch == 2
+    assert (await database_sync_to_async(watch_status)()).epoch == 2  # what `doctor` says
 
     # A watcher started afterwards resumes in the new numbering: the next id is new, not "handled".
     await first.stop()
