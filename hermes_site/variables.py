@@ -243,7 +243,7 @@ VARIABLES: tuple[Variable, ...] = (
     # --- watch
     V("HERMES_WATCH_POLICY_FILE", "watch", Text(), "",
       "a JSON file of the trigger policy: `kinds`, `min_severity`, `include`, `exclude`, `cooldown_seconds`, "
-      "`hourly_cap` (each absent key keeps its default; docs/investigations.md)"),
+      "`hourly_cap`, `incident_window_seconds` (each absent key keeps its default; docs/investigations.md)"),
     V("HERMES_WATCH_BACKLOG", "watch", Choice(("skip", "replay")), "skip",
       "a watcher starting on an empty database: `skip` Oikos's backlog, or `replay` the last hour of it"),
     V("HERMES_INVESTIGATIONS_MAY_PROPOSE", "watch", Boolean(), False,

@@ -84,11 +84,22 @@ class InvestigationAdmin(ReadOnlyAdmin):
 
 @admin.register(WatchedEvent)
 class WatchedEventAdmin(ReadOnlyAdmin):
-    list_display = ("event_id", "type", "at", "outcome", "investigation", "claimed_by", "claimed_at")
-    list_filter = ("outcome", "type")
+    list_display = ("event_id", "epoch", "type", "at", "outcome", "investigation", "claimed_by", "claimed_at")
+    list_filter = ("outcome", "type", "epoch")
     search_fields = ("event_id", "type")
     date_hierarchy = "claimed_at"
-    fields = ("event_id", "seq", "type", "at", "outcome", "investigation", "claimed_by", "claimed_at", "data_pretty")
+    fields = (
+        "event_id",
+        "epoch",
+        "seq",
+        "type",
+        "at",
+        "outcome",
+        "investigation",
+        "claimed_by",
+        "claimed_at",
+        "data_pretty",
+    )
     readonly_fields = fields
     list_select_related = ("investigation",)
 

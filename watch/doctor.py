@@ -30,8 +30,9 @@ async def watcher_check(seconds: float) -> CheckResult:
     if status.last_claimed_at is None:
         return CheckResult("watcher", Status.OK, f"{status.watchers} running; no event seen yet")
     lag = f", claimed {status.lag_seconds:.1f} s after Oikos raised it" if status.lag_seconds is not None else ""
+    numbering = f" (Oikos numbered its events anew: epoch {status.epoch})" if status.epoch > 1 else ""
     detail = (
-        f"{status.watchers} running; {status.events} events claimed, the last #{status.last_event_id} "
+        f"{status.watchers} running; {status.events} events claimed, the last #{status.last_event_id}{numbering} "
         f"at {status.last_claimed_at:%Y-%m-%d %H:%M:%S}{lag}"
     )
     return CheckResult("watcher", Status.OK, detail)

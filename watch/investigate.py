@@ -11,6 +11,8 @@ operator's approval (`agent.proposals`) before anything reaches Oikos.
 The escalation is stored on the investigation when the turn ends: the model is asked to end its
 answer with an `## Escalation` section of labelled lines, which is parsed; evidence and approvals
 come from the turn's ledger (tool calls under its correlation id), not from what the model says.
+A model that left a line out is filled in from what the turn did: the summary from its final
+answer, the impact from the blast-radius calls in its ledger.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import logging
 import re
 import time
 import uuid
+from collections.abc import Iterable
 from typing import Any
 
 from channels.db import database_sync_to_async
@@ -85,8 +88,13 @@ def investigation_brief(investigation: Investigation) -> str:
     return "\n".join(lines)
 
 
-def escalation_parse(answer: str) -> dict[str, str]:
-    """The labelled lines of the answer's `## Escalation` section (or of the whole answer)."""
+def escalation_parse(answer: str, *, final: str = "") -> dict[str, str]:
+    """The labelled lines of the answer's `## Escalation` section (or of the whole answer).
+
+    Without a `Summary:` line the summary is the first paragraph of `final`, the turn's final
+    answer (the whole `answer` when it is not given): what the model concluded, not what it said
+    it would look at first.
+    """
     marker = answer.lower().rfind("## escalation")
     section = answer[marker:] if marker >= 0 else answer
     found: dict[str, str] = {}
@@ -98,12 +106,10 @@ def escalation_parse(answer: str) -> dict[str, str]:
         if key and key not in found:
             found[key] = match["text"].strip().strip("*").strip()
     if "summary" not in found:
-        # A model that ignored the format still said something: its first paragraph is the summary.
-        found["summary"] = _plain(answer.strip().split("\n\n")[0])[:500]
-    if "impact" not in found:
-        bullets = [line.strip("-* ").strip() for line in answer.splitlines() if line.lstrip().startswith(("- ", "* "))]
-        if bullets:
-            found["impact"] = _plain("; ".join(bullets))[:500]
+        paragraphs = [part.strip() for part in (final or answer).strip().split("\n\n")]
+        said = [part for part in paragraphs if part and not part.startswith("#")]
+        if said:
+            found["summary"] = _plain(said[0])[:500]
     return found
 
 
@@ -115,16 +121,23 @@ def _plain(markdown: str) -> str:
 def escalation_build(*, turn_id: uuid.UUID) -> dict[str, Any]:
     """The escalation of a finished investigation turn: the model's section plus the ledger's facts."""
     turn = Turn.objects.get(pk=turn_id)
-    texts = [
-        block.get("text", "")
+    said = [
+        "\n\n".join(
+            text
+            for block in message.content
+            if isinstance(block, dict) and block.get("type") == "text"
+            for text in [str(block.get("text") or "").strip()]
+            if text
+        )
         for message in Message.objects.filter(turn_id=turn_id, role=Message.Role.ASSISTANT).order_by("id")
-        for block in message.content
-        if isinstance(block, dict) and block.get("type") == "text"
     ]
-    answer = "\n\n".join(text for text in texts if text)
+    said = [text for text in said if text]
+    answer = "\n\n".join(said)
     escalation: dict[str, Any] = {"summary": "", "impact": "", "likely_cause": "", "next_step": ""}
-    escalation.update(escalation_parse(answer) if answer else {})
+    escalation.update(escalation_parse(answer, final=said[-1]) if said else {})
     calls = Activity.objects.filter(correlation_id=turn_id).order_by("started_at", "id")
+    if not escalation["impact"]:
+        escalation["impact"] = _impact_from_ledger(calls)
     escalation["evidence"] = [
         {
             "tool": call.tool,
@@ -157,18 +170,51 @@ def escalation_build(*, turn_id: uuid.UUID) -> dict[str, Any]:
     return escalation
 
 
+def _result_json(record: dict[str, Any]) -> Any:
+    """A ledger result's JSON: its structured content, else its text read as JSON (None if it is not)."""
+    structured = record.get("structured_content")
+    if structured is not None:
+        return structured
+    texts = [item.get("text", "") for item in record.get("content", []) if isinstance(item, dict)]
+    try:
+        return json.loads("".join(texts))
+    except ValueError:
+        return None
+
+
 def _approval_id(record: dict[str, Any]) -> str:
     """The approval a `request_execution` result says it raised (parked for an operator), or ""."""
-    structured = record.get("structured_content")
-    if not isinstance(structured, dict):
-        texts = [item.get("text", "") for item in record.get("content", []) if isinstance(item, dict)]
-        try:
-            structured = json.loads("".join(texts))
-        except ValueError:
-            return ""
+    structured = _result_json(record)
     if not isinstance(structured, dict) or not structured.get("needs_approval"):
         return ""
     return str(structured.get("approval_id") or "")
+
+
+def _impact_from_ledger(calls: Iterable[Activity]) -> str:
+    """The impact as the turn's `get_blast_radius` results state it: what depends on each entity."""
+    found = []
+    for call in calls:
+        if call.tool != "get_blast_radius" or call.is_error:
+            continue
+        radius = _result_json(call.result)
+        entries = radius.get("entries") if isinstance(radius, dict) else radius
+        if not isinstance(entries, list):
+            continue
+        slug = str(call.arguments.get("slug") or (radius.get("slug") if isinstance(radius, dict) else "") or "it")
+        direct: list[str] = []
+        further: list[str] = []
+        for entry in entries:
+            name = str(entry.get("slug") or entry.get("entity") or "") if isinstance(entry, dict) else ""
+            if name and name != slug:
+                (direct if entry.get("depth") in (None, 1) else further).append(name)
+        if not direct and not further:
+            found.append(f"nothing depends on {slug}")
+            continue
+        parts = [f"directly: {', '.join(direct)}"] if direct else []
+        parts += [f"through them: {', '.join(further)}"] if further else []
+        count = len(direct) + len(further)
+        found.append(f"{count} {'depends' if count == 1 else 'depend'} on {slug} — {'; '.join(parts)}")
+    return _plain("; ".join(found))[:500]
 
 
 async def investigation_run(

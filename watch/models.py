@@ -1,9 +1,13 @@
 """What the watcher saw of Oikos's event stream, and the investigations it opened.
 
 `WatchedEvent` is both the claim and the cursor: a watcher handles an event only after inserting
-its row, and the unique `event_id` lets exactly one of any number of watchers win that insert —
-in the database, PostgreSQL or SQLite alike, never by a lock in one process's memory. The
-highest stored id is where every watcher resumes after a restart.
+its row, and the unique (`epoch`, `event_id`) lets exactly one of any number of watchers win that
+insert — in the database, PostgreSQL or SQLite alike, never by a lock in one process's memory. The
+highest stored id of the newest epoch is where every watcher resumes after a restart.
+
+An epoch is one numbering of Oikos's events: an Oikos that lost its event store (a restarted
+oikos_sim, a rebuilt database) numbers from 1 again, and its new events are claimed in the next
+epoch instead of colliding with the old ones (watch/watcher.py says how a watcher notices).
 """
 
 from __future__ import annotations
@@ -54,6 +58,9 @@ class Investigation(models.Model):
     attempts = models.PositiveSmallIntegerField(default=1)
     opened_at = models.DateTimeField(auto_now_add=True)
     last_fired_at = models.DateTimeField(auto_now_add=True)
+    # When Oikos raised the newest event counted on it (the event's `at`, else its claim): events
+    # for the same entity raised within the policy's incident window join it (watch/services.py).
+    raised_at = models.DateTimeField(null=True, blank=True)
     resolved_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -79,8 +86,10 @@ class WatchedEvent(models.Model):
         # (HERMES_WATCH_BACKLOG): recorded as the position to resume from, never investigated.
         BACKLOG = "backlog"
 
-    # Oikos's event id (the SSE id): the claim. Numeric ids sort by `seq`.
-    event_id = models.CharField(max_length=40, unique=True)
+    # Which numbering of Oikos's events the id belongs to (1, then +1 each time the ids restart).
+    epoch = models.PositiveIntegerField(default=1)
+    # Oikos's event id (the SSE id): with `epoch`, the claim. Numeric ids sort by `seq`.
+    event_id = models.CharField(max_length=40)
     seq = models.BigIntegerField(null=True)
     type = models.CharField(max_length=60)
     at = models.CharField(max_length=40, blank=True)
@@ -95,8 +104,9 @@ class WatchedEvent(models.Model):
 
     class Meta:
         db_table = "watch_events"
-        ordering = ["-seq"]
-        indexes = [models.Index(fields=["-seq"], name="watch_event_seq_idx")]
+        ordering = ["-epoch", "-seq"]
+        constraints = [models.UniqueConstraint(fields=["epoch", "event_id"], name="watch_event_claim")]
+        indexes = [models.Index(fields=["-epoch", "-seq"], name="watch_event_position_idx")]
 
     def __str__(self) -> str:
-        return f"{self.type} #{self.event_id}"
+        return f"{self.type} #{self.event_id}" if self.epoch == 1 else f"{self.type} #{self.epoch}.{self.event_id}"

@@ -7,7 +7,7 @@ by kinds, minimum severity and entity include/exclude globs, in a JSON file name
 
     {"kinds": ["signal.fired", "entity.health_changed"], "min_severity": "critical",
      "include": ["service:*"], "exclude": ["service:jellyfin"], "cooldown_seconds": 900,
-     "hourly_cap": 4}
+     "hourly_cap": 4, "incident_window_seconds": 10}
 
 A resolution (`signal.resolved`, health back to healthy) is never filtered: it only ever closes
 an investigation that exists, without a model call.
@@ -27,7 +27,7 @@ SEVERITIES = ("info", "warning", "critical")
 HEALTH_SEVERITY = {"degraded": "warning", "down": "critical", "failing": "critical", "critical": "critical"}
 HEALTHY = "healthy"
 DEFAULT_KINDS = frozenset({"signal.fired", "entity.health_changed", "execution.failed"})
-_KEYS = {"kinds", "min_severity", "include", "exclude", "cooldown_seconds", "hourly_cap"}
+_KEYS = {"kinds", "min_severity", "include", "exclude", "cooldown_seconds", "hourly_cap", "incident_window_seconds"}
 
 
 class PolicyFileError(Exception):
@@ -56,6 +56,9 @@ class TriggerPolicy:
     cooldown_seconds: float = 1800.0
     # At most this many investigations per hour; past it, one storm investigation summarises the rest.
     hourly_cap: int = 6
+    # Events of any kind for one entity raised within this many seconds of each other are one
+    # incident: they join one investigation (a signal firing and the entity's health dropping); 0: never.
+    incident_window_seconds: float = 5.0
 
     @classmethod
     def from_settings(cls) -> TriggerPolicy:
@@ -79,6 +82,9 @@ class TriggerPolicy:
             exclude=tuple(values.get("exclude", default.exclude)),
             cooldown_seconds=float(values.get("cooldown_seconds", default.cooldown_seconds)),
             hourly_cap=max(1, int(values.get("hourly_cap", default.hourly_cap))),
+            incident_window_seconds=max(
+                0.0, float(values.get("incident_window_seconds", default.incident_window_seconds))
+            ),
         )
 
     def trigger(self, event_type: str, data: dict[str, Any]) -> Trigger | None:

@@ -22,6 +22,8 @@ class WatchStatus:
     ever_ran: bool
     events: int
     last_event_id: str
+    # Which numbering of Oikos's events the last claimed one belongs to (above 1: Oikos numbered anew).
+    epoch: int
     last_claimed_at: datetime | None
     # Seconds between Oikos raising the newest claimed event and a watcher claiming it.
     lag_seconds: float | None
@@ -41,6 +43,7 @@ def watch_status() -> WatchStatus:
         ever_ran=Instance.objects.filter(role="watch").exists(),
         events=WatchedEvent.objects.count(),
         last_event_id=last.event_id if last else "",
+        epoch=last.epoch if last else 1,
         last_claimed_at=last.claimed_at if last else None,
         lag_seconds=lag,
     )

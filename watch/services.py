@@ -1,8 +1,8 @@
 """Writes of the watcher: claiming an event, and what the claim decides (open, count, storm, resolve).
 
-`event_claim` is one transaction: the insert of the event's row is the claim (a unique id, so of
-any number of watchers exactly one wins), and the decision it leads to is taken under a lock
-(PostgreSQL: a transaction-level advisory lock; SQLite: its single writer), so two watchers
+`event_claim` is one transaction: the insert of the event's row is the claim (a unique epoch and
+id, so of any number of watchers exactly one wins), and the decision it leads to is taken under a
+lock (PostgreSQL: a transaction-level advisory lock; SQLite: its single writer), so two watchers
 claiming two firings of one signal cannot both open an investigation for it.
 """
 
@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Max
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 from agent import presence
 from agent.engine import runner
@@ -42,13 +43,29 @@ class Claim:
     storm: bool = False
 
 
-def watch_cursor() -> str:
-    """The id of the newest claimed event: where a (re)starting watcher resumes."""
-    seq = WatchedEvent.objects.aggregate(last=Max("seq"))["last"]
+class EventIdReused(Exception):
+    """The event's id is already claimed in this epoch for another event: Oikos numbers anew."""
+
+
+@dataclass(frozen=True)
+class Position:
+    """Where a (re)starting watcher resumes: after `event_id` ("" for nothing claimed) of `epoch`."""
+
+    epoch: int
+    event_id: str
+
+
+def watch_cursor() -> Position:
+    """The newest claimed event of the newest epoch: where a (re)starting watcher resumes."""
+    epoch = WatchedEvent.objects.aggregate(last=Max("epoch"))["last"]
+    if epoch is None:
+        return Position(epoch=1, event_id="")
+    rows = WatchedEvent.objects.filter(epoch=epoch)
+    seq = rows.aggregate(last=Max("seq"))["last"]
     if seq is not None:
-        return str(seq)
-    newest = WatchedEvent.objects.order_by("-claimed_at", "-id").values_list("event_id", flat=True).first()
-    return newest or ""
+        return Position(epoch=epoch, event_id=str(seq))
+    newest = rows.order_by("-claimed_at", "-id").values_list("event_id", flat=True).first()
+    return Position(epoch=epoch, event_id=newest or "")
 
 
 def _title(trigger: Trigger, event_type: str) -> str:
@@ -61,7 +78,8 @@ def _title(trigger: Trigger, event_type: str) -> str:
     return redact(f"{trigger.severity}: {trigger.kind} on {where} — {trigger.summary}")[:200]
 
 
-def _seq(event_id: str) -> int | None:
+def event_seq(event_id: str) -> int | None:
+    """A numeric event id as a number (ids sort and compare by it); None for any other id."""
     return int(event_id) if event_id.isdigit() else None
 
 
@@ -75,19 +93,23 @@ def event_claim(
     watcher: uuid.UUID | None = None,
     now: datetime | None = None,
     backlog: bool = False,
+    epoch: int = 1,
 ) -> Claim | None:
-    """Claim one event and decide what it means; None when another watcher claimed it first.
+    """Claim one event of `epoch` and decide what it means; None when another watcher claimed it first.
 
     A `backlog` event (history from before the watcher's first start) is claimed, so that it is
     the position to resume from, but decides nothing: no investigation opens, none is resolved.
+    Raises `EventIdReused` when the id is claimed in this epoch for a different event (another
+    type or time): Oikos numbered its events anew, and the event belongs to the next epoch.
     """
     now = now or timezone.now()
     with transaction.atomic():
         try:
             with transaction.atomic():
                 row = WatchedEvent.objects.create(
+                    epoch=epoch,
                     event_id=event_id,
-                    seq=_seq(event_id),
+                    seq=event_seq(event_id),
                     type=event_type,
                     at=at,
                     data=data,
@@ -95,6 +117,9 @@ def event_claim(
                     outcome=WatchedEvent.Outcome.BACKLOG if backlog else WatchedEvent.Outcome.IGNORED,
                 )
         except IntegrityError:
+            claimed = WatchedEvent.objects.filter(epoch=epoch, event_id=event_id).values_list("type", "at").first()
+            if claimed is not None and claimed != (event_type, at):
+                raise EventIdReused(event_id) from None
             return None
         if backlog:
             return Claim(outcome=WatchedEvent.Outcome.BACKLOG)
@@ -121,6 +146,7 @@ def _decide(
     watcher: uuid.UUID | None = None,
 ) -> Claim:
     same = Investigation.objects.filter(entity=trigger.entity, storm=False, state=Investigation.State.OPEN)
+    raised = _raised(row.at, now)
     if trigger.action == "resolve":
         # `signal.resolved` closes its kind; health back to healthy closes everything on the entity.
         closing = same if trigger.kind == "health" else same.filter(kind=trigger.kind)
@@ -132,8 +158,19 @@ def _decide(
         )
     cooldown_from = now - timedelta(seconds=policy.cooldown_seconds)
     repeat = same.filter(kind=trigger.kind, last_fired_at__gte=cooldown_from).order_by("-last_fired_at").first()
+    if repeat is None and trigger.entity and policy.incident_window_seconds > 0:
+        # One incident shows as several events (a signal fires, the entity's health drops): any
+        # kind raised for the entity within the incident window joins its open investigation.
+        window = timedelta(seconds=policy.incident_window_seconds)
+        repeat = (
+            same.filter(raised_at__gte=raised - window, raised_at__lte=raised + window)
+            .order_by("-last_fired_at")
+            .first()
+        )
     if repeat is not None:
-        Investigation.objects.filter(pk=repeat.pk).update(fired_count=F("fired_count") + 1, last_fired_at=now)
+        Investigation.objects.filter(pk=repeat.pk).update(
+            fired_count=F("fired_count") + 1, last_fired_at=now, raised_at=max(raised, repeat.raised_at or raised)
+        )
         return Claim(outcome=WatchedEvent.Outcome.SUPPRESSED, investigation_id=repeat.pk)
     hour_ago = now - timedelta(hours=1)
     opened = Investigation.objects.filter(opened_at__gte=hour_ago, storm=False).exclude(
@@ -158,9 +195,23 @@ def _decide(
             return Claim(outcome=WatchedEvent.Outcome.SUPPRESSED, investigation_id=storm.pk)
         title = f"Event storm: more than {policy.hourly_cap} investigations within an hour"
         return _open(
-            title=title, trigger=trigger, event=event, now=now, storm=True, storm_events=[brief], watcher=watcher
+            title=title,
+            trigger=trigger,
+            event=event,
+            raised=raised,
+            storm=True,
+            storm_events=[brief],
+            watcher=watcher,
         )
-    return _open(title=_title(trigger, event_type), trigger=trigger, event=event, now=now, watcher=watcher)
+    return _open(title=_title(trigger, event_type), trigger=trigger, event=event, raised=raised, watcher=watcher)
+
+
+def _raised(at: str, now: datetime) -> datetime:
+    """When Oikos raised the event: its `at`, or the claim's time when it has none readable."""
+    raised = parse_datetime(at) if at else None
+    if raised is None:
+        return now
+    return raised if timezone.is_aware(raised) else raised.replace(tzinfo=UTC)
 
 
 def _open(
@@ -168,7 +219,7 @@ def _open(
     title: str,
     trigger: Trigger,
     event: dict[str, Any],
-    now: datetime,
+    raised: datetime,
     storm: bool = False,
     storm_events: list[dict[str, Any]] | None = None,
     watcher: uuid.UUID | None = None,
@@ -185,6 +236,7 @@ def _open(
         event=event,
         storm_events=storm_events or [],
         owner=watcher,
+        raised_at=raised,
     )
     return Claim(
         outcome=WatchedEvent.Outcome.OPENED,

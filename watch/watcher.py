@@ -7,6 +7,15 @@ insert win, and only the winner acts. The stream is resumed after a restart from
 stored id (`Last-Event-ID`), so nothing is missed while the stream's backlog still holds it, and
 nothing is handled twice because a row already there is a claim already made.
 
+An Oikos that lost its event store numbers its events from 1 again; one that is asked to resume
+after an id it never raised sends its stream from its beginning (oikos_sim/events.py `after`).
+Claimed under the old numbering, its new events would look handled until their ids passed the old
+newest. So ids are claimed within an epoch (`WatchedEvent.epoch`), and a watcher moves to the next
+epoch when the stream shows that the ids restarted: the first event after (re)connecting has an id
+below the one it resumed after, or an id is already claimed in this epoch for a different event
+(`services.EventIdReused`). The next epoch is the current one plus one, so watchers noticing the
+restart each on their own still claim every event in the same epoch, once.
+
 What a watcher does with history when no position is stored yet (a first start on an empty
 database) is an explicit choice, `HERMES_WATCH_BACKLOG`: Oikos sends its whole backlog to a client
 without `Last-Event-ID`, and an operator installing Hermes does not want a night of investigations
@@ -26,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 import time
 import uuid
 from collections.abc import Callable
@@ -47,11 +57,38 @@ logger = logging.getLogger(__name__)
 
 RETRY_FIRST_SECONDS = 1.0
 RETRY_MAX_SECONDS = 30.0
+# A stream that stayed up this long was healthy: the next reconnect starts from the first delay again.
+HEALTHY_STREAM_SECONDS = 60.0
 # A storm investigation waits this long before it starts, so its brief lists the storm, not its first event.
 STORM_GATHER_SECONDS = 10.0
 # How far back `replay` reaches into Oikos's backlog: an hour is what an operator returning to a
 # fresh install still wants investigated; older signals are history.
 BACKLOG_MAX_AGE_SECONDS = 3600.0
+
+
+class Backoff:
+    """Delays between reconnects: doubling up to a cap, each drawn between half and all of it
+    (so watchers cut off together do not return together), back to the first after a healthy stream."""
+
+    def __init__(
+        self,
+        *,
+        first: float = RETRY_FIRST_SECONDS,
+        cap: float = RETRY_MAX_SECONDS,
+        healthy: float = HEALTHY_STREAM_SECONDS,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.first, self.cap, self.healthy = first, cap, healthy
+        self.rng = rng or random.Random()
+        self.ceiling = first
+
+    def next_delay(self, *, stream_seconds: float = 0.0) -> float:
+        """The delay before the next attempt, after a stream (or attempt) that lasted `stream_seconds`."""
+        if stream_seconds >= self.healthy:
+            self.ceiling = self.first
+        delay = self.rng.uniform(self.ceiling / 2, self.ceiling)
+        self.ceiling = min(self.ceiling * 2, self.cap)
+        return delay
 
 
 @dataclass
@@ -65,6 +102,8 @@ class WatchStats:
     last_event_at: str = ""
     last_seen_monotonic: float = 0.0
     connected: bool = False
+    # The numbering of Oikos's events being followed (`WatchedEvent.epoch`).
+    epoch: int = 1
 
 
 class Watcher:
@@ -96,21 +135,26 @@ class Watcher:
         self.stats = WatchStats()
         self.investigations: set[asyncio.Task[uuid.UUID | None]] = set()
         self.connected = asyncio.Event()
+        self.backoff = Backoff()
+        # The epoch claims go to, and the numeric id the first event after (re)connecting must pass.
+        self.epoch = 1
+        self._resumed_after: int | None = None
 
     async def run(self) -> None:
         """Follow the stream forever, reconnecting with backoff (cancel to stop)."""
-        delay = RETRY_FIRST_SECONDS
         while True:
+            began = time.monotonic()
             try:
                 await self.recover()
                 cursor = await database_sync_to_async(services.watch_cursor)()
-                if not cursor and self.backlog_before is None:
+                if not cursor.event_id and self.backlog_before is None:
                     self.backlog_before = self._history_ends()
+                self.epoch = self.stats.epoch = cursor.epoch
+                self._resumed_after = services.event_seq(cursor.event_id)
                 async with OikosClient.from_settings() as oikos:
                     self.stats.connected = True
                     self.connected.set()
-                    delay = RETRY_FIRST_SECONDS
-                    async for event in oikos.events(last_event_id=cursor):
+                    async for event in oikos.events(last_event_id=cursor.event_id):
                         await self.event_handle(event)
                     logger.info("Oikos closed its event stream; reconnecting")
             except asyncio.CancelledError:
@@ -121,8 +165,7 @@ class Watcher:
                 logger.exception("The watcher failed")
             self.stats.connected = False
             self.connected.clear()
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, RETRY_MAX_SECONDS)
+            await asyncio.sleep(self.backoff.next_delay(stream_seconds=time.monotonic() - began))
 
     async def recover(self) -> services.Recovery:
         """Run again (or give up on) the investigations stopped watchers left unfinished."""
@@ -145,15 +188,15 @@ class Watcher:
         self.stats.events_seen += 1
         self.stats.last_event_id, self.stats.last_event_at = event.id, event.at
         self.stats.last_seen_monotonic = time.monotonic()
-        claim = await database_sync_to_async(services.event_claim)(
-            event_id=event.id,
-            event_type=event.type,
-            at=event.at,
-            data=event.data,
-            policy=self.policy,
-            watcher=self.instance,
-            backlog=self._is_history(event),
-        )
+        resumed_after, self._resumed_after = self._resumed_after, None
+        seq = services.event_seq(event.id)
+        if resumed_after is not None and seq is not None and seq < resumed_after:
+            self._epoch_next(f"the stream resumed after id {resumed_after} starts at id {seq}")
+        try:
+            claim = await self._claim(event)
+        except services.EventIdReused:
+            self._epoch_next(f"id {event.id} is claimed for another event")
+            claim = await self._claim(event)
         if self.on_claim is not None:
             self.on_claim(event, claim)
         if claim is None:
@@ -163,6 +206,27 @@ class Watcher:
         if claim.start and claim.investigation_id is not None:
             self._start(claim)
         return claim
+
+    async def _claim(self, event: OikosEvent) -> services.Claim | None:
+        return await database_sync_to_async(services.event_claim)(
+            event_id=event.id,
+            event_type=event.type,
+            at=event.at,
+            data=event.data,
+            policy=self.policy,
+            watcher=self.instance,
+            backlog=self._is_history(event),
+            epoch=self.epoch,
+        )
+
+    def _epoch_next(self, why: str) -> None:
+        self.epoch = self.stats.epoch = self.epoch + 1
+        logger.warning(
+            "Oikos numbers its events anew (%s): it restarted or lost its event store; "
+            "following its new numbering as epoch %s",
+            why,
+            self.epoch,
+        )
 
     def _history_ends(self) -> datetime:
         """Events raised before this moment are recorded without an investigation (first start)."""

@@ -17,8 +17,12 @@ from watch.policy import TriggerPolicy
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
+# Every firing here is an incident of its own, though all are stamped with the same time.
 POLICY = TriggerPolicy(
-    kinds=frozenset({"signal.fired", "entity.health_changed"}), min_severity="warning", hourly_cap=1000
+    kinds=frozenset({"signal.fired", "entity.health_changed"}),
+    min_severity="warning",
+    hourly_cap=1000,
+    incident_window_seconds=0,
 )
 HOSTILE = '<img src=x onerror="alert(1)"> disk full'
 _numbers = iter(range(1, 1_000_000))

@@ -8,11 +8,12 @@ from django.test import AsyncClient
 from pytest_django.fixtures import Settings
 
 from agent.models import Activity, AgentSession, Proposal, Turn
-from oikos_sim.pulse import signal_fire, signal_resolve
+from oikos_sim.pulse import SCRIPT, signal_fire, signal_resolve
 from oikos_sim.server import RunningSim
 from tests.fakes import FakeAnthropic
-from tests.fakes.anthropic_script import Reply
+from tests.fakes.anthropic_script import Reply, text, tool_use
 from tests.fakes.scripted_models import DegradedInvestigator, ExecutionRequester, offered_tool
+from watch import services
 from watch.models import Investigation
 from watch.policy import TriggerPolicy
 
@@ -100,6 +101,94 @@ async def test_the_escalation_section_is_parsed(llm: FakeAnthropic, oikos_settin
         "likely_cause": "the indexer",
         "next_step": "restart sonarr",
     }
+
+
+async def test_without_an_escalation_section_the_summary_is_the_final_answer_and_impact_the_blast_radius(
+    llm: FakeAnthropic, oikos_settings: RunningSim, watcher_start
+) -> None:
+    def responder(request: dict) -> Reply:
+        turns = len(request["messages"])
+        if turns == 1:
+            return Reply.blocks(
+                [text("Let me look at fleet health first."), tool_use(offered_tool(request, "get_health_summary"))]
+            )
+        if turns == 3:
+            return Reply.blocks(
+                [
+                    text("Postgres looks bad; checking what depends on it."),
+                    tool_use(offered_tool(request, "get_blast_radius"), {"slug": "service:postgres"}),
+                ]
+            )
+        return Reply.text(
+            "Postgres's WAL archive is **failing**: the PBS datastore is full.\n\n"
+            "Free space on the datastore, then rerun the archive."
+        )
+
+    llm.responder = responder
+    running = await watcher_start(_policy())
+    signal_fire(
+        oikos_settings.state.world,
+        oikos_settings.state.events,
+        "service:postgres",
+        "wal_archive_failing",
+        "critical",
+        "x",
+    )
+    await running.handled_next()
+    await running.investigations_done()
+
+    (investigation,) = await database_sync_to_async(_investigations)()
+    escalation = investigation.escalation
+    # What the model concluded, not what it said it would look at first.
+    assert escalation["summary"] == "Postgres's WAL archive is failing: the PBS datastore is full."
+    # The model stated no impact: the blast radius it looked up, as the ledger recorded it.
+    impact = escalation["impact"]
+    assert impact.startswith("11 depend on service:postgres — directly: service:authentik, ")
+    assert "through them: " in impact and "service:jellyseerr" in impact
+    html = (await AsyncClient().get(f"/ui/s/{investigation.session_id}/")).content.decode()
+    card = html[html.index('class="escalation-card') : html.index("</article>")]
+    assert "the PBS datastore is full" in card and "Let me look at fleet health first." not in card
+    assert "11 depend on service:postgres" in card
+
+
+async def test_a_signal_and_a_health_drop_of_one_entity_together_are_one_investigation_fired_twice(
+    llm: FakeAnthropic, oikos_settings: RunningSim, watcher_start
+) -> None:
+    llm.responder = lambda request: Reply.text("## Escalation\nSummary: sonarr's indexer times out")
+    running = await watcher_start(_policy())
+
+    # oikos_sim's first incident of the demo pulse: sonarr's signal fires and its health drops, in
+    # the same millisecond.
+    SCRIPT[0](oikos_settings.state.world, oikos_settings.state.events)
+    handled = await running.handled_next(2)
+    await running.investigations_done()
+
+    assert [event.type for event, _ in handled] == ["signal.fired", "entity.health_changed"]
+    assert [claim.outcome for _, claim in handled if claim] == ["opened", "suppressed"]
+    (investigation,) = await database_sync_to_async(_investigations)()
+    assert (investigation.entity, investigation.fired_count) == ("service:sonarr", 2)
+    assert len(llm.requests) == 1  # one investigation's model call, not two
+    page = (await AsyncClient().get("/ui/investigations/")).content.decode()
+    assert page.count('class="investigation-row') == 1 and "\u00d72" in page  # the "times two" badge
+
+
+def test_events_of_one_entity_join_within_the_incident_window_and_not_after_it() -> None:
+    policy = _policy(incident_window_seconds=5.0)
+
+    def claim(number: int, event_type: str, at: str, **data: str) -> int | None:
+        found = services.event_claim(
+            event_id=str(number), event_type=event_type, at=at, data={"slug": "service:gitea", **data}, policy=policy
+        )
+        assert found is not None
+        return found.investigation_id
+
+    first = claim(1, "signal.fired", "2026-12-01T03:00:00.000Z", kind="http_5xx", severity="warning")
+    joined = claim(2, "entity.health_changed", "2026-12-01T03:00:04.000Z", to="degraded", reason="5xx")
+    later = claim(3, "signal.fired", "2026-12-01T03:01:00.000Z", kind="disk_full", severity="critical")
+
+    assert joined == first
+    assert later not in (None, first)
+    assert list(Investigation.objects.order_by("id").values_list("fired_count", flat=True)) == [2, 1]
 
 
 async def test_ten_firings_within_the_cooldown_are_one_investigation(
