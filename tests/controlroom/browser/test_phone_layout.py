@@ -1,18 +1,24 @@
 """The control room on a phone (390 px wide): one page that scrolls, what waits for the operator first.
 
 At this width nothing may scroll on its own: a box that does is a thin strip on a phone, and the
-operator cannot reach what is in it. An approval raised in oikos_sim is decided from the phone.
+operator cannot reach what is in it. An approval raised in oikos_sim is decided from the phone. A
+new investigation's notice, on a phone and on a desktop, never lies over the approvals.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
 
 import httpx2
 import pytest
 from playwright.sync_api import Browser, Locator, Page, expect
 
 from oikos_sim.auth import DEFAULT_TOKENS
+from oikos_sim.pulse import signal_fire
 from tests.controlroom.browser.conftest import ARTIFACTS, Stack, Watched, watch
 from tests.controlroom.browser.steps import ask, last_turn, wait_done
+from tests.fakes.watchers import WatchProcess
 
 pytestmark = pytest.mark.e2e
 
@@ -149,3 +155,54 @@ def test_on_a_desktop_the_three_columns_stand_side_by_side_and_the_page_does_not
     assert not browser_page.evaluate("document.scrollingElement.scrollHeight > window.innerHeight")
     expect(browser_page.locator("nav.jump")).to_be_hidden()
     page.assert_clean()
+
+
+def _overlap(one: dict[str, Any] | None, other: dict[str, Any] | None) -> bool:
+    assert one is not None and other is not None
+    return not (
+        one["x"] + one["width"] <= other["x"]
+        or other["x"] + other["width"] <= one["x"]
+        or one["y"] + one["height"] <= other["y"]
+        or other["y"] + other["height"] <= one["y"]
+    )
+
+
+def test_a_new_investigations_notice_never_covers_the_approvals(
+    page: Watched, browser: Browser, stack: Stack, tmp_path: Path
+) -> None:
+    _deploy_parked(stack, "service:grafana")
+    desktop = page.page
+    phone = _phone(browser, stack)
+    watcher = WatchProcess(stack.env, log_path=tmp_path / "watch.log")
+    try:
+        for opened in (desktop, phone.page):
+            with opened.expect_websocket() as socket:
+                opened.goto("/ui/")
+            socket.value.wait_for_event("framereceived")
+            expect(opened.locator("#rail-approvals .card.approval").first).to_be_visible()
+
+        signal_fire(
+            stack.oikos.state.world,
+            stack.oikos.state.events,
+            "service:adguard",
+            "dns_timeouts",
+            "critical",
+            "upstream DNS timing out",
+        )
+
+        for opened in (desktop, phone.page):
+            notice = opened.locator("#notices .notice-investigation").first
+            expect(notice).to_contain_text("dns_timeouts on service:adguard", timeout=15_000)
+            expect(notice).to_be_in_viewport(ratio=1)
+            rail = opened.locator("aside.rail") if opened is desktop else opened.locator("#rail-approvals")
+            assert not _overlap(notice.bounding_box(), rail.bounding_box())
+            for card in opened.locator("#rail-approvals .card.approval").all():
+                assert not _overlap(notice.bounding_box(), card.bounding_box())
+        phone.page.screenshot(path=str(ARTIFACTS / "phone-notice.png"))
+        desktop.screenshot(path=str(ARTIFACTS / "desktop-notice.png"))
+        page.assert_clean()
+        phone.assert_clean()
+    finally:
+        code = watcher.terminate()
+        phone.page.context.close()
+    assert code == 0, watcher.log()
