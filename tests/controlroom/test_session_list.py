@@ -32,7 +32,14 @@ def test_a_long_title_is_listed_whole_with_the_whole_title_as_its_tooltip(client
 
 @pytest.mark.parametrize(
     ("origin", "badge"),
-    [("cli", "ask"), ("matrix", "Matrix"), ("a2a", "A2A"), ("mcp", "MCP"), ("api", "API"), ("carrier-pigeon", "carrier-pigeon")],
+    [
+        ("cli", "ask"),
+        ("matrix", "Matrix"),
+        ("a2a", "A2A"),
+        ("mcp", "MCP"),
+        ("api", "API"),
+        ("carrier-pigeon", "carrier-pigeon"),
+    ],
 )
 def test_a_session_started_outside_the_control_room_says_where(client: Client, origin: str, badge: str) -> None:
     AgentSession.objects.create(actor="operator:operator", origin=origin, title=f"asked over {origin}")

@@ -8,11 +8,10 @@ new investigation's notice, on a phone and on a desktop, never lies over the app
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import httpx2
 import pytest
-from playwright.sync_api import Browser, Locator, Page, expect
+from playwright.sync_api import Browser, FloatRect, Locator, ViewportSize, expect
 
 from oikos_sim.auth import DEFAULT_TOKENS
 from oikos_sim.pulse import signal_fire
@@ -22,7 +21,7 @@ from tests.fakes.watchers import WatchProcess
 
 pytestmark = pytest.mark.e2e
 
-PHONE = {"width": 390, "height": 844}
+PHONE: ViewportSize = {"width": 390, "height": 844}
 
 # The ancestors of an element that clip it and scroll on their own (the page itself excluded).
 INNER_SCROLLERS = """
@@ -62,10 +61,10 @@ def _deploy_parked(stack: Stack, target: str) -> str:
     return str(created.json()["approval_id"])
 
 
-def _in_viewport(page: Page, element: Locator) -> bool:
+def _in_viewport(element: Locator) -> bool:
     box = element.bounding_box()
     assert box is not None
-    return 0 <= box["y"] and box["y"] + box["height"] <= page.viewport_size["height"]  # type: ignore[index]
+    return box["y"] >= 0 and box["y"] + box["height"] <= PHONE["height"]
 
 
 def _top(element: Locator) -> float:
@@ -93,8 +92,8 @@ def test_at_phone_width_the_page_scrolls_to_a_pending_approval_which_approves(br
         assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"] + 1
     # The page scrolls, and nothing inside it does.
     assert page.evaluate("document.scrollingElement.scrollHeight > window.innerHeight")
-    for part in ("#sessions .session-list", "#transcript", "#rail-fleet", "#rail-approval-list"):
-        assert page.locator(part).evaluate(INNER_SCROLLERS) == [], part
+    for selector in ("#sessions .session-list", "#transcript", "#rail-fleet", "#rail-approval-list"):
+        assert page.locator(selector).evaluate(INNER_SCROLLERS) == [], selector
     # The jump strip says an approval waits.
     jump = page.locator("nav.jump .jump-approvals")
     assert "●" in jump.evaluate("link => getComputedStyle(link, '::after').content")
@@ -102,7 +101,7 @@ def test_at_phone_width_the_page_scrolls_to_a_pending_approval_which_approves(br
     approve = card.get_by_role("button", name="Approve")
     assert approve.evaluate(INNER_SCROLLERS) == []
     approve.evaluate(PAGE_SCROLL_TO)
-    assert _in_viewport(page, approve)
+    assert _in_viewport(approve)
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "phone-approval.png"))
     approve.click()
@@ -157,7 +156,7 @@ def test_on_a_desktop_the_three_columns_stand_side_by_side_and_the_page_does_not
     page.assert_clean()
 
 
-def _overlap(one: dict[str, Any] | None, other: dict[str, Any] | None) -> bool:
+def _overlap(one: FloatRect | None, other: FloatRect | None) -> bool:
     assert one is not None and other is not None
     return not (
         one["x"] + one["width"] <= other["x"]
@@ -173,7 +172,10 @@ def test_a_new_investigations_notice_never_covers_the_approvals(
     _deploy_parked(stack, "service:grafana")
     desktop = page.page
     phone = _phone(browser, stack)
-    watcher = WatchProcess(stack.env, log_path=tmp_path / "watch.log")
+    # A watcher without a model: the investigation is opened and announced, then recorded as skipped
+    # (no model call), so nothing of it is left running or in the model's log for later tests.
+    no_model = {**stack.env, "ANTHROPIC_API_KEY": "", "ANTHROPIC_BASE_URL": ""}
+    watcher = WatchProcess(no_model, log_path=tmp_path / "watch.log")
     try:
         for opened in (desktop, phone.page):
             with opened.expect_websocket() as socket:
