@@ -202,6 +202,9 @@ def test_a_new_investigations_notice_never_covers_the_approvals(
                 assert not _overlap(notice.bounding_box(), card.bounding_box())
         phone.page.screenshot(path=str(ARTIFACTS / "phone-notice.png"))
         desktop.screenshot(path=str(ARTIFACTS / "desktop-notice.png"))
+        # Recorded as skipped before its watcher stops (else the next watcher would take it up).
+        listed = desktop.locator("#session-list li", has_text="dns_timeouts on service:adguard")
+        expect(listed.locator(".badge-investigation")).to_contain_text("skipped", timeout=15_000)
         page.assert_clean()
         phone.assert_clean()
     finally:
