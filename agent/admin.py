@@ -13,12 +13,13 @@ import uuid
 from typing import Any
 
 from django.contrib import admin
-from django.db.models import QuerySet
+from django.db.models import OuterRef, QuerySet, Subquery
 from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
+from agent.llm import ModelConfig
 from agent.models import Activity, AgentSession, Message, Turn
 
 PREVIEW_CHARS = 2000
@@ -158,7 +159,7 @@ class MessageInline(ReadOnlyInline):
 
 @admin.register(AgentSession)
 class AgentSessionAdmin(ReadOnlyAdmin):
-    list_display = ["title", "actor", "origin", "model", "created_at", "last_active_at"]
+    list_display = ["title", "actor", "origin", "model_used", "created_at", "last_active_at"]
     list_filter = ["origin", "turns__status"]
     search_fields = ["title", "actor"]
     readonly_fields = [
@@ -166,6 +167,7 @@ class AgentSessionAdmin(ReadOnlyAdmin):
         "title",
         "actor",
         "origin",
+        "model_used",
         "created_at",
         "last_active_at",
         "context_tokens",
@@ -174,6 +176,20 @@ class AgentSessionAdmin(ReadOnlyAdmin):
         "compacted_at",
     ]
     inlines = [TurnInline, MessageInline]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[AgentSession]:
+        # `AgentSession.model` is set only when the operator picked a model; the model that answered
+        # is on each turn, so the list reads its latest turn's in the same query.
+        latest = Turn.objects.filter(session=OuterRef("pk")).exclude(model="").order_by("-started_at")
+        return super().get_queryset(request).annotate(latest_turn_model=Subquery(latest.values("model")[:1]))
+
+    @admin.display(description="model", ordering="latest_turn_model")
+    def model_used(self, session: AgentSession) -> str:
+        """The model of the session's latest turn; before any turn, the one it will use."""
+        answered: str | None = getattr(session, "latest_turn_model", None)
+        if answered:
+            return answered
+        return session.model or f"{ModelConfig.from_settings().model} (default, no turn yet)"
 
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet[AgentSession], search_term: str

@@ -18,7 +18,7 @@ from django.db import connection
 from django.db.models import Case, Exists, F, OuterRef, Q, Value, When
 
 from agent import selectors as agent_selectors
-from agent.budget import BudgetConfig, spend_today
+from agent.budget import INVESTIGATION_ORIGIN, BudgetConfig, spend_today
 from agent.llm import ModelConfig
 from agent.models import Activity, AgentSession, Turn
 from agent.selectors import ContextInUse
@@ -29,6 +29,19 @@ from watch.models import Investigation
 # The chat drawer, on every page but home, draws fewer: it is a side pane, and its turns would
 # otherwise be most of the ledger's and search's render time. "Open in full" has the rest.
 DRAWER_TURNS_SHOWN = 5
+
+
+# Where a session not started in the control room came from (`AgentSession.origin`), as its badge
+# in the session list says it and what the badge's tooltip adds. Investigations (`signal`) carry
+# their own badge; the control room's own sessions (`ui`) carry none.
+SESSION_ORIGINS: dict[str, tuple[str, str]] = {
+    "cli": ("ask", "Asked from a terminal with manage.py ask"),
+    "api": ("API", "Asked over the HTTP API (/chat)"),
+    "mcp": ("MCP", "Asked by an MCP client through Hermes's MCP server"),
+    "a2a": ("A2A", "A peer agent talking to Hermes over A2A"),
+    "matrix": ("Matrix", "Asked in the Matrix room"),
+}
+ORIGINS_UNBADGED = frozenset({"", "ui", INVESTIGATION_ORIGIN})
 
 
 @dataclass(frozen=True)
@@ -42,6 +55,17 @@ class SessionRow:
     # skipped) and how often the event fired; "" and 0 otherwise.
     investigation: str = ""
     fired_count: int = 0
+
+    @property
+    def origin_badge(self) -> str:
+        """The badge of a session started outside the control room; "" for the control room's own."""
+        if self.origin in ORIGINS_UNBADGED:
+            return ""
+        return SESSION_ORIGINS.get(self.origin, (self.origin, ""))[0]
+
+    @property
+    def origin_hint(self) -> str:
+        return SESSION_ORIGINS.get(self.origin, ("", f"Started over {self.origin}"))[1]
 
 
 @dataclass(frozen=True)

@@ -127,3 +127,16 @@ def test_nothing_can_be_added_changed_or_deleted(auditor: Client, conversation: 
     )
     assert AgentSession.objects.get(pk=session.pk).title == "what's degraded?"
     assert Activity.objects.count() == 3
+
+
+def test_the_session_list_names_the_model_that_answered(auditor: Client) -> None:
+    picked = AgentSession.objects.create(actor="operator:alice", title="picked opus", origin="ui")
+    Turn.objects.create(session=picked, actor="operator:alice", status="done", model="claude-haiku-5")
+    Turn.objects.create(session=picked, actor="operator:alice", status="done", model="claude-opus-5")
+    AgentSession.objects.create(actor="operator:alice", title="not asked yet", origin="ui")
+
+    page = _rows(auditor.get(reverse("admin:agent_agentsession_changelist")).content.decode())
+
+    row_of = {title: page[page.index(title) :].split("</tr>", 1)[0] for title in ("picked opus", "not asked yet")}
+    assert "claude-opus-5" in row_of["picked opus"] and "claude-haiku-5" not in row_of["picked opus"]
+    assert "(default, no turn yet)" in row_of["not asked yet"]
