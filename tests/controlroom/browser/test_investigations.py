@@ -78,10 +78,13 @@ def test_a_fired_signal_is_investigated_and_escalated_live_without_the_operator_
         home.screenshot(path=str(ARTIFACTS / "investigation-escalation.png"), full_page=True)
         listing.page.screenshot(path=str(ARTIFACTS / "investigations-page.png"), full_page=True)
 
-        # Exactly one investigation, as a session Hermes opened itself; the model was asked only by it.
-        poll(lambda: database.query("SELECT escalation FROM watch_investigations") != [])
+        # Exactly one investigation of postgres (other tests may leave theirs of other entities), as
+        # a session Hermes opened itself; the model was asked only by it.
+        of_postgres = "FROM watch_investigations i WHERE i.entity = 'service:postgres'"
+        poll(lambda: database.query(f"SELECT escalation {of_postgres}") != [])
         ((title, actor, origin),) = database.query(
-            "SELECT s.title, s.actor, s.origin FROM watch_investigations i JOIN agent_sessions s ON s.id = i.session_id"
+            "SELECT s.title, s.actor, s.origin FROM watch_investigations i"
+            " JOIN agent_sessions s ON s.id = i.session_id WHERE i.entity = 'service:postgres'"
         )
         assert (actor, origin) == ("agent:hermes", "signal") and "wal_archive_failing" in title
         investigation_requests = stack.model.requests[requests_before:]
