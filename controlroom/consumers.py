@@ -110,6 +110,8 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
             table["proposals.changed"] = self.rail.proposals_changed
         if self.sessions is not None:
             table["sessions.changed"] = self.sessions.sessions_changed
+        if self.approvals is not None:
+            table["decisions.changed"] = self.approvals.decisions_changed
         return table
 
     async def dispatch(self, message: dict[str, Any]) -> None:
@@ -127,7 +129,7 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
             await self.send(text_data=frame)
 
     def _groups(self) -> list[str]:
-        feeds = (self.transcript, self.sessions, self.rail)
+        feeds = (self.transcript, self.sessions, self.rail, self.approvals)
         return [group for feed in feeds if feed is not None for group in feed.groups]
 
     async def _snapshot(self) -> None:

@@ -199,3 +199,8 @@ def elicitations_parts(pending: list[Any]) -> list[str]:
     return [elicitations_replace([first])] + [
         format_html('<div hx-swap-oob="beforeend:#elicitation-list">{}</div>', card) for card in cards
     ]
+
+
+def decisions_replace(decisions: list[Any]) -> str:
+    """The approvals page's table of decisions taken in Hermes (`oikos.models.ApprovalDecision`), newest first."""
+    return _render("decisions.html", {"decisions": decisions, "oob": True})
