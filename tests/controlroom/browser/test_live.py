@@ -1,0 +1,76 @@
+"""What changes elsewhere shows without a reload: the decisions table, the context meter, the rail's
+finished approvals."""
+
+from __future__ import annotations
+
+import httpx2
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from oikos_sim.auth import DEFAULT_TOKENS
+from tests.controlroom.browser.conftest import Stack, Watched, watch
+
+pytestmark = pytest.mark.e2e
+
+# Set once the page's socket has opened (htmx's ws extension says so on the document).
+SOCKET_OPEN = "document.addEventListener('htmx:wsOpen', () => { window.__socketOpen = true; })"
+
+
+def _deploy_requested(stack: Stack, target: str) -> str:
+    """Something outside Hermes (another operator's agent, a script) asks Oikos for a deploy."""
+    created = httpx2.post(
+        f"{stack.oikos.api_url}/executions",
+        json={"target": target, "action": "deploy", "reason": "new release"},
+        headers={"Authorization": f"Bearer {DEFAULT_TOKENS['service:hermes-controlroom']}"},
+        timeout=10,
+    )
+    assert created.status_code == 201, created.text
+    return str(created.json()["approval_id"])
+
+
+def _grid_card(page: Page, approval_id: str):  # type: ignore[no-untyped-def]
+    return page.locator("#approval-grid .card.approval", has=page.locator(f"code:text-is('{approval_id}')"))
+
+
+def test_the_decisions_table_shows_a_decision_taken_in_another_browser_live(
+    page: Watched, browser: Browser, stack: Stack
+) -> None:
+    approval_id = _deploy_requested(stack, "service:gitea")
+    watching = page.page
+    watching.add_init_script(SOCKET_OPEN)
+    watching.goto("/ui/approvals/")
+    watching.evaluate("window.__sameDocument = true")
+    watching.wait_for_function("window.__socketOpen === true")
+    decisions = watching.locator("#decisions tbody tr", has=watching.locator(f"code:text-is('{approval_id}')"))
+    expect(decisions).to_have_count(0)
+
+    # Another operator, in another browser, denies it.
+    other = watch(browser.new_context(base_url=stack.url, color_scheme="dark").new_page())
+    other.page.goto("/ui/approvals/")
+    _grid_card(other.page, approval_id).get_by_role("button", name="Deny").click()
+    expect(_grid_card(other.page, approval_id)).to_have_attribute("data-stage", "denied")
+
+    expect(decisions).to_have_count(1)
+    expect(decisions).to_contain_text("deny")
+    expect(decisions).to_contain_text("Decided")
+    # The grid followed too, and the page was never reloaded.
+    expect(_grid_card(watching, approval_id)).to_have_attribute("data-stage", "denied")
+
+    # A late attempt by a plain HTTP client (a stale card, a script): Oikos sends no event for it,
+    # only Hermes's record says it happened; that shows too.
+    token = other.page.locator("input[name=csrfmiddlewaretoken]").first.get_attribute("value")
+    late = other.page.request.post(
+        "/ui/approvals/decide/",
+        form={
+            "csrfmiddlewaretoken": token or "",
+            "approval_id": approval_id,
+            "execution_id": "",
+            "decision": "approve",
+        },
+    )
+    assert late.ok, late.text()
+    expect(decisions).to_have_count(2)
+    expect(decisions.first).to_contain_text("Already decided")
+    assert watching.evaluate("window.__sameDocument") is True, "the page was reloaded"
+    other.page.context.close()
+    page.assert_clean()
