@@ -204,3 +204,8 @@ def elicitations_parts(pending: list[Any]) -> list[str]:
 def decisions_replace(decisions: list[Any]) -> str:
     """The approvals page's table of decisions taken in Hermes (`oikos.models.ApprovalDecision`), newest first."""
     return _render("decisions.html", {"decisions": decisions, "oob": True})
+
+
+def context_meter_replace(context: Any) -> str:
+    """The conversation's context meter (`agent.selectors.ContextInUse`, None for none yet)."""
+    return _render("context_meter.html", {"context": context, "oob": True})

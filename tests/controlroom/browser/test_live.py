@@ -3,12 +3,15 @@ finished approvals."""
 
 from __future__ import annotations
 
+import re
+
 import httpx2
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from oikos_sim.auth import DEFAULT_TOKENS
 from tests.controlroom.browser.conftest import Stack, Watched, watch
+from tests.controlroom.browser.steps import SESSION_URL, ask, last_turn, wait_done
 
 pytestmark = pytest.mark.e2e
 
@@ -73,4 +76,25 @@ def test_the_decisions_table_shows_a_decision_taken_in_another_browser_live(
     expect(decisions.first).to_contain_text("Already decided")
     assert watching.evaluate("window.__sameDocument") is True, "the page was reloaded"
     other.page.context.close()
+    page.assert_clean()
+
+
+def test_the_context_meter_follows_each_turn_without_a_reload(page: Watched) -> None:
+    browser_page = page.page
+    browser_page.goto("/ui/")
+    ask(browser_page, "what's degraded and what depends on it?")
+    expect(browser_page).to_have_url(SESSION_URL)
+    browser_page.evaluate("window.__sameDocument = true")
+    wait_done(last_turn(browser_page))
+    meter = browser_page.locator("#conversation #context-meter")
+    expect(meter).to_be_visible()
+    expect(meter).to_contain_text(re.compile(r"Context [\d.,]+k? of [\d.,]+k? tokens"))
+    first = meter.inner_text()
+
+    # A second turn makes the context larger: the meter says so as the turn ends.
+    ask(browser_page, "and what should I do about it?")
+    expect(browser_page.locator(".transcript article.turn")).to_have_count(2)
+    wait_done(last_turn(browser_page))
+    expect(meter).not_to_have_text(first)
+    assert browser_page.evaluate("window.__sameDocument") is True, "the page was reloaded"
     page.assert_clean()
