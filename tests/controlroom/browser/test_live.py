@@ -98,3 +98,40 @@ def test_the_context_meter_follows_each_turn_without_a_reload(page: Watched) -> 
     expect(meter).not_to_have_text(first)
     assert browser_page.evaluate("window.__sameDocument") is True, "the page was reloaded"
     page.assert_clean()
+
+
+def _decided_in_oikos(stack: Stack, approval_id: str, *, approve: bool) -> None:
+    """Another operator decides in Oikos itself (its UI, a script): Hermes only hears the events."""
+    verb = "approve" if approve else "deny"
+    decided = httpx2.post(
+        f"{stack.oikos.api_url}/approvals/{approval_id}/{verb}",
+        json={"operator": "alice"},
+        headers={"Authorization": f"Bearer {DEFAULT_TOKENS['service:hermes-controlroom']}"},
+        timeout=10,
+    )
+    assert decided.status_code == 200, decided.text
+
+
+def test_the_rail_shows_approvals_decided_elsewhere_until_they_finish(page: Watched, stack: Stack) -> None:
+    browser_page = page.page
+    browser_page.add_init_script(SOCKET_OPEN)
+    browser_page.goto("/ui/")
+    browser_page.evaluate("window.__sameDocument = true")
+    browser_page.wait_for_function("window.__socketOpen === true")
+    approved = _deploy_requested(stack, "service:grafana")
+    denied = _deploy_requested(stack, "service:authentik")
+
+    def rail_card(approval_id: str):  # type: ignore[no-untyped-def]
+        return browser_page.locator("#rail .card.approval", has=browser_page.locator(f"code:text-is('{approval_id}')"))
+
+    expect(rail_card(approved)).to_have_attribute("data-stage", "pending")
+    expect(rail_card(denied)).to_have_attribute("data-stage", "pending")
+    _decided_in_oikos(stack, approved, approve=True)
+    _decided_in_oikos(stack, denied, approve=False)
+
+    expect(rail_card(denied)).to_have_attribute("data-stage", "denied")
+    expect(rail_card(denied).locator(".card-stage")).to_contain_text("Denied by alice")
+    expect(rail_card(approved)).to_have_attribute("data-stage", "completed", timeout=8_000)
+    expect(rail_card(approved).locator(".card-stage")).to_contain_text("approved by alice")
+    assert browser_page.evaluate("window.__sameDocument") is True, "the page was reloaded"
+    page.assert_clean()
