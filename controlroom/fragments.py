@@ -209,3 +209,8 @@ def decisions_replace(decisions: list[Any]) -> str:
 def context_meter_replace(context: Any) -> str:
     """The conversation's context meter (`agent.selectors.ContextInUse`, None for none yet)."""
     return _render("context_meter.html", {"context": context, "oob": True})
+
+
+def budget_meter_replace(budget: dict[str, Any]) -> str:
+    """The rail's meter of today's spend (`controlroom.selectors.budget_meter`)."""
+    return _render("budget_meter.html", {"budget": budget, "oob": True})

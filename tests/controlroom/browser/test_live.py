@@ -135,3 +135,33 @@ def test_the_rail_shows_approvals_decided_elsewhere_until_they_finish(page: Watc
     expect(rail_card(approved).locator(".card-stage")).to_contain_text("approved by alice")
     assert browser_page.evaluate("window.__sameDocument") is True, "the page was reloaded"
     page.assert_clean()
+
+
+def _spent(page: Page) -> int:
+    return int(page.locator("#budget-meter strong").inner_text().replace(",", ""))
+
+
+def test_a_stopped_turn_shows_what_it_cost_and_the_rail_s_spend_counts_it(page: Watched) -> None:
+    browser_page = page.page
+    browser_page.goto("/ui/")
+    browser_page.evaluate("window.__sameDocument = true")
+    before = _spent(browser_page)
+    ask(browser_page, "a long report I will stop")
+    turn = last_turn(browser_page)
+    expect(turn.locator(".text.streaming")).to_contain_text("Line 2:")
+    browser_page.locator("#turn-controls").get_by_role("button", name="Stop").click()
+    expect(turn.locator(".turn-foot .status")).to_have_text("cancelled")
+
+    # What streamed before the Stop was paid for: the footer prices it, the rail's spend counts it.
+    cost = turn.locator(".turn-foot .cost")
+    expect(cost).to_have_text(re.compile(r"^\$\d+\.\d+$"))
+    assert float(cost.inner_text().lstrip("$")) > 0
+    out = turn.locator(".turn-foot .usage").inner_text()
+    assert not re.search(r"\b0 out\b", out), out
+    foot_tokens = sum(int(n.replace(",", "")) for n in re.findall(r"([\d,]+) (?:in|out|cached|cache write)", out))
+    browser_page.wait_for_function(
+        "(least) => Number(document.querySelector('#budget-meter strong').textContent.replace(/,/g, '')) >= least",
+        arg=before + foot_tokens,
+    )
+    assert browser_page.evaluate("window.__sameDocument") is True, "the page was reloaded"
+    page.assert_clean()
