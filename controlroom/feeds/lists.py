@@ -11,8 +11,8 @@ from agent.broadcast import SESSIONS_GROUP
 from controlroom import fragments
 from controlroom.feeds import Page
 from oikos.approvals import DECISIONS_GROUP, approvals_listed
-from oikos.selectors import approval_decisions_recent
 from oikos.rail import ApprovalState
+from oikos.selectors import approval_decisions_recent
 
 
 class SessionsFeed:

@@ -17,7 +17,6 @@ from controlroom import selectors
 from controlroom.forms import SearchForm
 from controlroom.views.pages import around_page
 
-
 # The words a snippet marks as matching (the database's own matching: stems, phrases).
 _MARKED = re.compile(re.escape(HIGHLIGHT_START) + "(.*?)(?:" + re.escape(HIGHLIGHT_STOP) + "|$)", re.DOTALL)
 # At most this many distinct words travel in a hit's link (`hit_url`).

@@ -118,9 +118,11 @@ async def test_a_relay_that_starts_late_shows_the_approvals_that_just_finished(
     async with OikosClient.from_settings() as oikos:
         await oikos.approval_decide(denied["approval_id"], approve=False, operator="alice")
         await oikos.approval_decide(approved["approval_id"], approve=True, operator="bob")
+        # Oikos's stream from its start: the deploy's execution has ended once it says so.
         async with asyncio.timeout(10):
-            while (await oikos.execution(approved["execution_id"]))["status"] != "completed":
-                await asyncio.sleep(0.05)
+            async for event in oikos.events():
+                if event.type == "execution.completed" and event.data["execution_id"] == approved["execution_id"]:
+                    break
 
     relay = OikosRelay(channel_layer)
     channel = await channel_layer.new_channel()

@@ -7,7 +7,7 @@ import re
 
 import httpx2
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Browser, Locator, Page, expect
 
 from oikos_sim.auth import DEFAULT_TOKENS
 from tests.controlroom.browser.conftest import Stack, Watched, watch
@@ -31,7 +31,7 @@ def _deploy_requested(stack: Stack, target: str) -> str:
     return str(created.json()["approval_id"])
 
 
-def _grid_card(page: Page, approval_id: str):  # type: ignore[no-untyped-def]
+def _grid_card(page: Page, approval_id: str) -> Locator:
     return page.locator("#approval-grid .card.approval", has=page.locator(f"code:text-is('{approval_id}')"))
 
 
@@ -121,7 +121,7 @@ def test_the_rail_shows_approvals_decided_elsewhere_until_they_finish(page: Watc
     approved = _deploy_requested(stack, "service:grafana")
     denied = _deploy_requested(stack, "service:authentik")
 
-    def rail_card(approval_id: str):  # type: ignore[no-untyped-def]
+    def rail_card(approval_id: str) -> Locator:
         return browser_page.locator("#rail .card.approval", has=browser_page.locator(f"code:text-is('{approval_id}')"))
 
     expect(rail_card(approved)).to_have_attribute("data-stage", "pending")
