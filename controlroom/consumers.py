@@ -108,8 +108,10 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
         if self.rail is not None:
             table["elicitations.changed"] = self.rail.elicitations_changed
             table["proposals.changed"] = self.rail.proposals_changed
-        if self.sessions is not None:
-            table["sessions.changed"] = self.sessions.sessions_changed
+        if self.sessions is not None or self.rail is not None:
+            table["sessions.changed"] = self._sessions_changed
+        if self.approvals is not None:
+            table["decisions.changed"] = self.approvals.decisions_changed
         return table
 
     async def dispatch(self, message: dict[str, Any]) -> None:
@@ -127,8 +129,9 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
             await self.send(text_data=frame)
 
     def _groups(self) -> list[str]:
-        feeds = (self.transcript, self.sessions, self.rail)
-        return [group for feed in feeds if feed is not None for group in feed.groups]
+        feeds = (self.transcript, self.sessions, self.rail, self.approvals)
+        # A group two feeds listen to is joined once.
+        return list(dict.fromkeys(group for feed in feeds if feed is not None for group in feed.groups))
 
     async def _snapshot(self) -> None:
         parts, current = await self.transcript.snapshot()
@@ -157,6 +160,13 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
             parts.extend(await self.approvals.approvals_changed(approval_ids))
         if parts:
             await self._send(parts)
+
+    async def _sessions_changed(self, message: dict[str, Any]) -> None:
+        """A turn started or ended somewhere: the session list fetched again, the rail's spend redrawn."""
+        if self.sessions is not None:
+            await self.sessions.sessions_changed(message)
+        if self.rail is not None:
+            await self._send([await self.rail.budget_meter()])
 
     async def _investigation_news(self, message: dict[str, Any]) -> None:
         """Investigations opened or changed (in any process): announced, and every list showing them

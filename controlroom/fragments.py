@@ -199,3 +199,18 @@ def elicitations_parts(pending: list[Any]) -> list[str]:
     return [elicitations_replace([first])] + [
         format_html('<div hx-swap-oob="beforeend:#elicitation-list">{}</div>', card) for card in cards
     ]
+
+
+def decisions_replace(decisions: list[Any]) -> str:
+    """The approvals page's table of decisions taken in Hermes (`oikos.models.ApprovalDecision`), newest first."""
+    return _render("decisions.html", {"decisions": decisions, "oob": True})
+
+
+def context_meter_replace(context: Any) -> str:
+    """The conversation's context meter (`agent.selectors.ContextInUse`, None for none yet)."""
+    return _render("context_meter.html", {"context": context, "oob": True})
+
+
+def budget_meter_replace(budget: dict[str, Any]) -> str:
+    """The rail's meter of today's spend (`controlroom.selectors.budget_meter`)."""
+    return _render("budget_meter.html", {"budget": budget, "oob": True})

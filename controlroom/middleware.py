@@ -26,6 +26,7 @@ from django.utils.decorators import sync_and_async_middleware
 from access.identity import operator_identity
 from access.refusals import refusal_noted
 from oikos import services
+from oikos.approvals import decisions_changed_publish
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +41,7 @@ def decision_attempts_middleware(get_response: Callable[[HttpRequest], Any]) -> 
             response: HttpResponseBase = await get_response(request)
             if _refused_decision(request, response):
                 await database_sync_to_async(decision_refusal_record)(request, response)
+                await decisions_changed_publish()
             return response
 
         return middleware_async

@@ -7,7 +7,9 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
 
+from agent.broadcast import layer_quietly
 from common import metrics
 from oikos import services
 from oikos.card_context import approval_contexts_attach
@@ -17,6 +19,10 @@ from oikos.rail import ApprovalState
 from oikos.relay import OikosRelay, oikos_relay
 
 Outcome = ApprovalDecision.Outcome
+
+# Every approvals page listens here: a decision attempt was recorded (in any process), so its table
+# of decisions taken in Hermes is drawn again. The message says nothing more; pages read the table.
+DECISIONS_GROUP = "hermes.decisions"
 
 
 @dataclass(frozen=True)
@@ -77,7 +83,15 @@ async def approval_decide(
         reason=reason,
         detail=detail,
     )
+    await decisions_changed_publish()
     return result
+
+
+async def decisions_changed_publish() -> None:
+    """Tell every approvals page that a decision attempt was recorded (a failure costs only the live view)."""
+    layer = get_channel_layer()
+    if layer is not None:
+        await layer_quietly(layer.group_send(DECISIONS_GROUP, {"type": "decisions.changed"}))
 
 
 async def approvals_listed() -> tuple[list[ApprovalState], str]:

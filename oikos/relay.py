@@ -43,7 +43,7 @@ from django.utils import timezone
 from common.loops import LoopLocal
 from oikos.card_context import approval_contexts_attach
 from oikos.client import OikosClient, OikosError, oikos_config
-from oikos.rail import ApprovalState, RailState
+from oikos.rail import DECIDED_SHOWN, ApprovalState, RailState
 
 logger = logging.getLogger(__name__)
 
@@ -180,6 +180,36 @@ class OikosRelay:
     async def _reload(self, oikos: OikosClient) -> None:
         self.state.health = await oikos.health()
         self._changed_mark(self.state.approvals_load(await oikos.approvals("pending")))
+        await self._decided_load(oikos)
+
+    async def _decided_load(self, oikos: OikosClient) -> None:
+        """The last few decided approvals this relay has not followed (a process just started, or
+        decisions taken while the stream was down), each with where its execution got to: the
+        rail shows what just finished, not only what is pending. One that fails to load is left out."""
+        try:
+            listed = await oikos.approvals("all")
+        except OikosError as problem:
+            logger.warning("Oikos relay: the decided approvals could not be listed: %s", problem)
+            return
+        decided = [item for item in listed if str(item.get("status") or "pending") != "pending"]
+        decided.sort(key=lambda item: str(item.get("decided_at") or ""), reverse=True)
+        missing = [
+            item
+            for item in decided[:DECIDED_SHOWN]
+            if str(item.get("id", "")) not in self.state.approvals and item.get("execution_id")
+        ]
+        details = await asyncio.gather(
+            *(oikos.execution(str(item["execution_id"])) for item in missing), return_exceptions=True
+        )
+        changed: set[str] = set()
+        # Oldest first, so that the newest decision is the most recently changed (the rail's order).
+        for item, detail in reversed(list(zip(missing, details, strict=True))):
+            if isinstance(detail, dict):
+                approval = self.state.approval_from_execution({**detail, "approval_id": item["id"]})
+                if approval is not None:
+                    approval.update(item)
+                    changed.add(approval.approval_id)
+        self._changed_mark(changed)
 
     def _problem(self, message: str) -> None:
         if self.state.connected or self.state.problem != message:

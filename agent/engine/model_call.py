@@ -8,7 +8,9 @@ not (the operator saw it; a second answer would contradict or repeat it).
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,6 +33,10 @@ from common import metrics
 from common.logs import log_event
 
 logger = logging.getLogger("agent.engine")
+
+# What a stopped call's output is estimated at (`ModelCaller._usage_streamed_add`): the usual
+# characters per token of English text for Anthropic's tokenizers.
+OUTPUT_CHARS_PER_TOKEN = 4
 
 Emit = Callable[[Event], None]
 
@@ -124,11 +130,14 @@ class ModelCaller:
                     on_event=lambda event: self._on_stream_event(event, final=final),
                 )
             except asyncio.CancelledError:
-                self._observe(started, outcome="cancelled", attempt=attempt)
+                # Stopped mid-stream: what the call consumed so far is spent all the same.
+                self._observe(started, outcome="cancelled", attempt=attempt, usage=self._usage_streamed_add())
                 raise
             except TimeLimitReached:
                 described = self._time_limit_text()
-                self._observe(started, outcome="error", attempt=attempt, error=described)
+                self._observe(
+                    started, outcome="error", attempt=attempt, error=described, usage=self._usage_streamed_add()
+                )
                 raise ModelCallFailed(described, self.partial_text(), code="timeout") from None
             except AttemptFailed as failed:
                 refused = prompt_too_long(failed.__cause__)
@@ -276,6 +285,28 @@ class ModelCaller:
             self.state.usage[key] += tokens
         return call
 
+    def _usage_streamed_add(self) -> dict[str, int] | None:
+        """Add what the call in flight consumed before it was cut off; returns it (None if nothing began).
+
+        The input side is what `message_start` reported (the full prompt, cache reads and writes
+        included). The output side comes only with `message_delta`, at the end, so it is estimated
+        from what streamed so far: about four characters a token (`OUTPUT_CHARS_PER_TOKEN`), never
+        less than `message_start`'s own count. docs/budget.md says so.
+        """
+        if self._stream is None:
+            return None
+        try:
+            snapshot = self._stream.current_message_snapshot
+        except (AssertionError, RuntimeError):
+            # No `message_start` yet: the model API has not begun to answer.
+            return None
+        usage = snapshot.usage
+        call = {key: int(getattr(usage, key, 0) or 0) for key in USAGE_KEYS}
+        call["output_tokens"] = max(call["output_tokens"], output_tokens_estimate(snapshot.content))
+        for key, tokens in call.items():
+            self.state.usage[key] += tokens
+        return call
+
     def _observe(
         self,
         started: float,
@@ -307,3 +338,18 @@ class ModelCaller:
             cache_write_tokens=tokens.get("cache_creation_input_tokens"),
             error=error or None,
         )
+
+
+def output_tokens_estimate(content: list[Any]) -> int:
+    """Output tokens of the blocks streamed so far, estimated from their characters: text, thinking,
+    and each tool call's name and input (thinking is billed as output)."""
+    chars = 0
+    for block in content:
+        kind = getattr(block, "type", "")
+        if kind == "text":
+            chars += len(block.text or "")
+        elif kind == "thinking":
+            chars += len(block.thinking or "")
+        elif kind == "tool_use":
+            chars += len(block.name or "") + len(json.dumps(block.input or {}))
+    return math.ceil(chars / OUTPUT_CHARS_PER_TOKEN)

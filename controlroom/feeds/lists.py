@@ -5,11 +5,14 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from channels.db import database_sync_to_async
+
 from agent.broadcast import SESSIONS_GROUP
 from controlroom import fragments
 from controlroom.feeds import Page
-from oikos.approvals import approvals_listed
+from oikos.approvals import DECISIONS_GROUP, approvals_listed
 from oikos.rail import ApprovalState
+from oikos.selectors import approval_decisions_recent
 
 
 class SessionsFeed:
@@ -29,17 +32,26 @@ class SessionsFeed:
 
 
 class ApprovalsFeed:
-    """The approvals page's grid: every approval, decided ones too (Oikos's list is the truth)."""
+    """The approvals page's grid: every approval, decided ones too (Oikos's list is the truth); and
+    its table of the decisions taken in Hermes, drawn again whenever one is recorded."""
 
-    groups: list[str] = []
+    groups = [DECISIONS_GROUP]
 
     def __init__(self, page: Page) -> None:
         self.page = page
 
     async def snapshot(self) -> tuple[list[str], list[ApprovalState]]:
-        """Drawn again: an approval raised between the page's render and this socket shows too."""
+        """Drawn again: an approval raised, or a decision taken, between the page's render and this
+        socket shows too."""
         listed, problem = await approvals_listed()
-        return [fragments.approval_grid_replace(listed, problem)], listed
+        return [fragments.approval_grid_replace(listed, problem), await self._decisions()], listed
+
+    async def decisions_changed(self, message: dict[str, Any]) -> None:
+        """A decision was recorded somewhere (this page, another browser, Matrix)."""
+        await self.page.send([await self._decisions()])
+
+    async def _decisions(self) -> str:
+        return fragments.decisions_replace(await database_sync_to_async(approval_decisions_recent)())
 
     async def approvals_changed(self, approval_ids: list[str]) -> list[str]:
         if not approval_ids:

@@ -7,16 +7,17 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 
-from agent.broadcast import ELICITATIONS_GROUP
+from agent.broadcast import ELICITATIONS_GROUP, SESSIONS_GROUP
 from agent.elicitation.store import elicitations_pending
 from agent.proposals import PROPOSALS_GROUP, proposals_pending
-from controlroom import fragments
+from controlroom import fragments, selectors
 from controlroom.feeds import Page
 from oikos.rail import ApprovalState
 
 
 class RailFeed:
-    groups = [ELICITATIONS_GROUP, PROPOSALS_GROUP]
+    # The sessions group: a turn starting or ending changes today's spend (`budget_meter`).
+    groups = [ELICITATIONS_GROUP, PROPOSALS_GROUP, SESSIONS_GROUP]
 
     def __init__(self, page: Page) -> None:
         self.page = page
@@ -37,6 +38,10 @@ class RailFeed:
 
     def forms_new(self) -> str:
         return self.page.forms.new(self.page.relay.state.approvals_shown(), [])
+
+    async def budget_meter(self) -> str:
+        """Today's spend as the turns stored it: a turn started or ended (the meter also polls)."""
+        return fragments.budget_meter_replace(await database_sync_to_async(selectors.budget_meter)())
 
     async def elicitations_changed(self, message: dict[str, Any]) -> None:
         """A question was asked or answered somewhere: redraw the rail's questions if the set changed.

@@ -75,6 +75,7 @@ class TranscriptFeed:
             card = await database_sync_to_async(selectors.session_escalation)(session_id=self.session_id)
             if card is not None:
                 parts.append(fragments.escalation_replace(await selectors.escalation_blast_fetch(card)))
+            parts.append(await self._context_meter())
         parts.append(fragments.turn_controls(self.running()))
         return parts, approvals
 
@@ -154,6 +155,7 @@ class TranscriptFeed:
         parts.append(self.page.forms.new(approvals.values(), changes))
         if any(change.kind == "finished" for change in changes):
             parts.append(fragments.turn_controls(self.running()))
+            parts.append(await self._context_meter())
         await self.page.send(parts)
 
     async def _redraw(self, sync: TurnSync) -> None:
@@ -167,7 +169,16 @@ class TranscriptFeed:
         sync.in_page = True
         parts = [drawn, fragments.turn_controls(self.running())]
         parts.append(self.page.forms.new(approvals.values(), []))
+        if not sync.view.running:
+            parts.append(await self._context_meter())
         await self.page.send(parts)
+
+    async def _context_meter(self) -> str:
+        """The context meter as the session's last model call left it (a turn just ended)."""
+        head = None
+        if self.session_id is not None:
+            head = await database_sync_to_async(selectors.session_head)(session_id=self.session_id)
+        return fragments.context_meter_replace(head.context if head else None)
 
     async def _approvals_for(self, view: TurnView, changes: list[Change]) -> dict[str, ApprovalState]:
         new = [change.item for change in changes if isinstance(change.item, ApprovalItem)]

@@ -2,23 +2,46 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from urllib.parse import urlencode
 
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from agent.search.entries import HIGHLIGHT_START, HIGHLIGHT_STOP
 from agent.search.query import LIMIT_MAX, SearchHit, search_run
 from common.dom import turn_link
 from controlroom import selectors
 from controlroom.forms import SearchForm
 from controlroom.views.pages import around_page
 
+# The words a snippet marks as matching (the database's own matching: stems, phrases).
+_MARKED = re.compile(re.escape(HIGHLIGHT_START) + "(.*?)(?:" + re.escape(HIGHLIGHT_STOP) + "|$)", re.DOTALL)
+# At most this many distinct words travel in a hit's link (`hit_url`).
+HIGHLIGHT_WORDS_MAX = 8
+
 
 @dataclass(frozen=True)
 class HitRow:
     hit: SearchHit
     url: str
+
+
+def hit_url(hit: SearchHit) -> str:
+    """The hit's place in its session, with the words its snippet marks as `hl`: the session page
+    opens the tool chip the link lands on and marks those words in it (static/controlroom/controlroom.js)."""
+    link = turn_link(hit.session_id, hit.turn_id, hit.tool_use_id)
+    words: list[str] = []
+    for match in _MARKED.finditer(hit.snippet):
+        word = match.group(1).strip()
+        if word and word.casefold() not in (w.casefold() for w in words):
+            words.append(word[:100])
+    if not words or "#" not in link:
+        return link
+    page, anchor = link.split("#", 1)
+    return f"{page}?{urlencode([('hl', word) for word in words[:HIGHLIGHT_WORDS_MAX]])}#{anchor}"
 
 
 @require_GET
@@ -28,9 +51,7 @@ def search_page(request: HttpRequest) -> HttpResponse:
     filters = None
     if form.is_valid():
         filters = form.filters()
-        rows = [
-            HitRow(hit=hit, url=turn_link(hit.session_id, hit.turn_id, hit.tool_use_id)) for hit in search_run(filters)
-        ]
+        rows = [HitRow(hit=hit, url=hit_url(hit)) for hit in search_run(filters)]
     context = {
         **around_page(request),
         "form": form,

@@ -1,4 +1,5 @@
-// The only script of our own: keyboard sending and keeping the newest answer in view.
+// The only script of our own: keyboard sending, keeping the newest answer in view, landing on a
+// search hit.
 // No inline handlers anywhere, so a strict Content-Security-Policy can forbid them.
 (function () {
   "use strict";
@@ -48,8 +49,80 @@
       var element = document.getElementById(id);
       if (element && element.tagName === "DETAILS") element.open = true;
     });
+    if (landing) {
+      land();
+      return;
+    }
     transcripts().forEach(function (box) {
       if (following.get(box) !== false) box.scrollTop = box.scrollHeight;
     });
   });
+
+  // A search hit's link (controlroom/views/search.py) lands on a turn or a tool chip (`#…`) with
+  // the words it matched (`hl`): the chip is opened, the words marked, and the place kept in view
+  // while the page's socket draws the transcript again, until the operator scrolls, clicks or types.
+  var landing = false;
+  function landed() {
+    if (!location.hash) return null;
+    var target = document.getElementById(decodeURIComponent(location.hash.slice(1)));
+    return target && target.closest(".transcript") ? target : null;
+  }
+  function land() {
+    var target = landed();
+    if (!target) return;
+    if (target.tagName === "DETAILS") target.open = true;
+    target.classList.add("search-landed");
+    var words = new URLSearchParams(location.search).getAll("hl").filter(function (word) {
+      return word.trim() !== "";
+    });
+    if (words.length && !target.querySelector("mark.search-mark")) wordsMark(target, words);
+    var first = target.querySelector("mark.search-mark");
+    (first || target).scrollIntoView({ block: "center" });
+  }
+  function wordsMark(root, words) {
+    // Text nodes only, each split around its matches: nothing is ever parsed as HTML.
+    var pattern = new RegExp(
+      words
+        .map(function (word) {
+          return word.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+        })
+        .join("|"),
+      "gi"
+    );
+    var walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+    var nodes = [];
+    while (walker.nextNode()) nodes.push(walker.currentNode);
+    nodes.forEach(function (node) {
+      var text = node.nodeValue;
+      var fragment = document.createDocumentFragment();
+      var last = 0;
+      var match;
+      pattern.lastIndex = 0;
+      while ((match = pattern.exec(text)) !== null) {
+        fragment.appendChild(document.createTextNode(text.slice(last, match.index)));
+        var mark = document.createElement("mark");
+        mark.className = "search-mark";
+        mark.textContent = match[0];
+        fragment.appendChild(mark);
+        last = match.index + match[0].length;
+      }
+      if (last === 0) return;
+      fragment.appendChild(document.createTextNode(text.slice(last)));
+      node.parentNode.replaceChild(fragment, node);
+    });
+  }
+  function landingEnd() {
+    landing = false;
+  }
+  ["wheel", "touchstart", "keydown", "mousedown"].forEach(function (kind) {
+    document.addEventListener(kind, landingEnd, { passive: true });
+  });
+  function landingStart() {
+    if (!landed()) return;
+    landing = true;
+    land();
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", landingStart);
+  else landingStart();
+  window.addEventListener("hashchange", landingStart);
 })();

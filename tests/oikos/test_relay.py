@@ -9,6 +9,7 @@ import pytest
 from channels.layers import BaseChannelLayer
 from pytest_django.fixtures import Settings
 
+from oikos.client import OikosClient
 from oikos.relay import OikosRelay
 from oikos_sim.server import RunningSim
 from tests.oikos.test_client import request_execution
@@ -103,4 +104,36 @@ async def test_the_relay_stops_a_while_after_the_last_control_room_closes(
     await relay.unsubscribe(channel)
     await asyncio.sleep(0.2)
     assert relay._run_task is None and not relay.connected.is_set()
+    await relay.aclose()
+
+
+async def test_a_relay_that_starts_late_shows_the_approvals_that_just_finished(
+    channel_layer: BaseChannelLayer, oikos_settings: RunningSim
+) -> None:
+    """A process just started (or back after the stream was down) draws the rail's finished
+    approvals too, each at the stage its execution reached, newest first."""
+    denied = await request_execution(oikos_settings, "service:jellyfin", "deploy")
+    approved = await request_execution(oikos_settings, "service:gitea", "deploy")
+    waiting = await request_execution(oikos_settings, "service:grafana", "deploy")
+    async with OikosClient.from_settings() as oikos:
+        await oikos.approval_decide(denied["approval_id"], approve=False, operator="alice")
+        await oikos.approval_decide(approved["approval_id"], approve=True, operator="bob")
+        # Oikos's stream from its start: the deploy's execution has ended once it says so.
+        async with asyncio.timeout(10):
+            async for event in oikos.events():
+                if event.type == "execution.completed" and event.data["execution_id"] == approved["execution_id"]:
+                    break
+
+    relay = OikosRelay(channel_layer)
+    channel = await channel_layer.new_channel()
+    await relay.subscribe(channel)
+    await asyncio.wait_for(relay.connected.wait(), 5)
+    await _update(channel_layer, channel, about=approved["approval_id"])
+
+    shown = [(a.approval_id, a.stage, a.decided_by) for a in relay.state.approvals_shown()]
+    assert shown == [
+        (waiting["approval_id"], "pending", ""),
+        (approved["approval_id"], "completed", "bob"),
+        (denied["approval_id"], "denied", "alice"),
+    ]
     await relay.aclose()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from playwright.sync_api import expect
 
@@ -30,9 +32,16 @@ def test_a_word_only_in_a_tool_result_is_found_from_the_nav_and_opens_the_call(p
     browser_page.screenshot(path=str(ARTIFACTS / "search-results.png"), full_page=True)
     hit.locator("a.search-hit-link").click()
 
-    assert browser_page.url.startswith(session_url + "#chip-")
+    # The link lands on the tool call's chip, opened, with the matched words marked in it.
+    assert browser_page.url.startswith(session_url + "?hl=") and "#chip-" in browser_page.url
     chip_id = browser_page.url.split("#", 1)[1]
-    expect(browser_page.locator(f"#{chip_id}")).to_be_visible()
+    chip = browser_page.locator(f"#{chip_id}")
+    expect(chip).to_be_visible()
+    expect(chip).to_have_attribute("open", "")
+    expect(chip).to_have_class(re.compile(r"\bsearch-landed\b"))
+    marks = chip.locator(".chip-detail mark.search-mark")
+    expect(marks.filter(has_text=re.compile("^archiving$", re.IGNORECASE)).first).to_be_visible()
+    expect(marks.filter(has_text=re.compile("^pbs$", re.IGNORECASE)).first).to_be_in_viewport()
 
     with browser_page.expect_download() as download:
         browser_page.get_by_role("link", name="Export note").click()
