@@ -8,6 +8,7 @@ with DATABASE_URL set.
 from __future__ import annotations
 
 import datetime
+import re
 import uuid
 
 import pytest
@@ -176,7 +177,8 @@ class TestControlRoom:
         html = (await get("/ui/search/", {"q": "degraded"})).content.decode()
 
         assert "2 results" in html
-        assert f'href="/ui/s/{older}/#chip-' in html
+        # The hit links to its chip, carrying the words it matched (`?hl=`) to mark there.
+        assert re.search(rf'href="/ui/s/{older}/\?hl=[^"#]*degraded[^"#]*#chip-', html)
         assert "<mark>degraded</mark>" in html
         # Content is text, never markup: the answer's tags arrive escaped (SQLite) or left out of
         # the snippet by PostgreSQL's parser, which reads them as tags.
