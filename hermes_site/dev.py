@@ -4,7 +4,7 @@ Starts oikos_sim (when neither `OIKOS_MCP_URL` nor `HERMES_MCP_CONFIG` is set), 
 migrations, and serves Hermes with Daphne on loopback, with the watcher (`manage.py watch`)
 beside it. Ctrl-C stops them all.
 
-    python -m hermes_site.dev [--port 8000] [--oikos-port 8090] [--demo]
+    python -m hermes_site.dev [--port 8000] [--oikos-port 8090] [--demo [--demo-interval 45]]
 
 Nothing spends tokens unasked: oikos_sim's simulated incidents (`--signal-interval`, each one an
 investigation with the real model) are off unless `--demo` (`make demo`) turns them on, and the
@@ -40,7 +40,7 @@ DEMO_SIGNAL_INTERVAL = 45
 DEV_DAILY_TOKEN_BUDGET = 1_000_000
 
 
-def _oikos_sim_start(port: int, env: dict[str, str], *, pulse: int) -> tuple[subprocess.Popen[str], str]:
+def _oikos_sim_start(port: int, env: dict[str, str], *, pulse: float) -> tuple[subprocess.Popen[str], str]:
     process = subprocess.Popen(
         [
             sys.executable,
@@ -51,7 +51,7 @@ def _oikos_sim_start(port: int, env: dict[str, str], *, pulse: int) -> tuple[sub
             "--port",
             str(port),
             "--signal-interval",
-            str(pulse),
+            f"{pulse:g}",
         ],
         cwd=ROOT,
         env=env,
@@ -112,7 +112,14 @@ def dotenv_remove(path: Path) -> None:
 
 
 def banner(
-    env: dict[str, str], *, port: int, sim: bool, demo: bool, budget_ours: bool, dotenv: Path, written: dict[str, str]
+    env: dict[str, str],
+    *,
+    port: int,
+    sim: bool,
+    demo: float,
+    budget_ours: bool,
+    dotenv: Path,
+    written: dict[str, str],
 ) -> str:
     """What the operator reads at start: where Hermes is, what will spend tokens, how to `ask`."""
     lines = [f"\nHermes control room: http://127.0.0.1:{port}/ui/", ""]
@@ -126,7 +133,7 @@ def banner(
         lines.append("  - your questions: the control room's chat and `manage.py ask`")
         if sim and demo:
             lines.append(
-                f"  - investigations: demo mode, oikos_sim raises a simulated incident every {DEMO_SIGNAL_INTERVAL} s "
+                f"  - investigations: demo mode, oikos_sim raises a simulated incident every {demo:g} s "
                 "and the watcher investigates each one"
             )
         elif sim:
@@ -165,6 +172,12 @@ def main(argv: list[str] | None = None) -> int:
         help=f"oikos_sim raises a simulated incident every {DEMO_SIGNAL_INTERVAL} s, and the watcher investigates "
         "each one with the model (spends tokens)",
     )
+    parser.add_argument(
+        "--demo-interval",
+        type=float,
+        default=DEMO_SIGNAL_INTERVAL,
+        help=f"with --demo: seconds between the simulated incidents (default {DEMO_SIGNAL_INTERVAL})",
+    )
     args = parser.parse_args(argv)
 
     env = dict(os.environ)
@@ -179,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     decided: dict[str, str] = {}
     sim = not env.get("OIKOS_MCP_URL") and not env.get("HERMES_MCP_CONFIG")
     if sim:
-        process, sim_url = _oikos_sim_start(args.oikos_port, env, pulse=DEMO_SIGNAL_INTERVAL if args.demo else 0)
+        process, sim_url = _oikos_sim_start(args.oikos_port, env, pulse=args.demo_interval if args.demo else 0)
         children.append(process)
         decided.update(
             OIKOS_MCP_URL=f"{sim_url}/mcp",
@@ -187,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
             OIKOS_API_URL=f"{sim_url}/api/v1",
             OIKOS_API_TOKEN=SIM_OPERATOR_TOKEN,
         )
-        pulse = f"incident pulse every {DEMO_SIGNAL_INTERVAL} s" if args.demo else "incident pulse off"
+        pulse = f"incident pulse every {args.demo_interval:g} s" if args.demo else "incident pulse off"
         print(f"oikos_sim (the Oikos stand-in) is running at {sim_url} ({pulse})", flush=True)
     elif args.demo:
         print("--demo changes nothing with a configured Oikos: the incident pulse is oikos_sim's.", flush=True)
@@ -226,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
                 env,
                 port=args.port,
                 sim=sim,
-                demo=args.demo,
+                demo=args.demo_interval if args.demo else 0,
                 budget_ours=budget_ours,
                 dotenv=path,
                 written=decided,
