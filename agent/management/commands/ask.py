@@ -6,8 +6,9 @@ model's `thinking` events included; the plain answer leaves thinking out). `--mo
 session to another model of `HERMES_MODELS` from this question on. When an MCP server asks for
 input mid-call (elicitation), `ask` prompts on the terminal; `--no-input` (or no terminal) declines.
 
-A question that would run without tools (no MCP server configured, or none reachable) is refused
-with the reason, exit 2: an answer without Oikos's tools would be a guess. Logs stay at WARNING
+A question that would run with no tool at all (no MCP server configured, or none reachable and
+none of their tools known) is refused with the reason, exit 2: an answer without Oikos's tools
+would be a guess. Logs stay at WARNING
 unless `-v 2` or `HERMES_LOG_LEVEL` asks for more, so the terminal shows the answer and the tool lines.
 """
 
@@ -118,7 +119,7 @@ async def _ask(
     except MCPConfigError as exc:
         raise CommandError(str(exc), returncode=EXIT_REJECTED) from None
     try:
-        await _tools_check(hub, warn or (lambda _message: None))
+        await _tools_check(hub, warn or (lambda _message: None), session_id=session_id)
         try:
             handle = await turn_start_unfollowed(
                 text=question,
@@ -160,28 +161,34 @@ async def _ask(
         await hub.aclose()
 
 
-async def _tools_check(hub: ToolHub, warn: Callable[[str], None]) -> None:
-    """Refuse a question that would run without tools: no MCP server configured, or none reachable.
-    A server that is down while another answers is a warning; the turn runs with what is up."""
+async def _tools_check(hub: ToolHub, warn: Callable[[str], None], *, session_id: uuid.UUID | None) -> None:
+    """Refuse a question that would run with no tool at all: no MCP server (nor built-in tool)
+    configured, or none reachable and none of their tools known. Servers down whose tools are known
+    (as they last listed them) are a warning: the turn runs, and the model is told they are down.
+
+    A continued session with nothing reachable is the engine's to decide: it refuses one whose
+    history has tool calls (`tools_unavailable`, agent/engine/runner.py).
+    """
     state = dotenv_state()
     where = f" ({state.describe()})" if state is not None else ""
-    if not hub.servers:
+    offered = await hub.list_tools()
+    if not offered and not hub.servers:
         raise CommandError(
             "no MCP server is configured, so Hermes would answer without tools: set OIKOS_MCP_URL and "
             "OIKOS_MCP_TOKEN (or HERMES_MCP_CONFIG), or start `make run`, which writes them to `.env` for "
             f"commands in other terminals{where}",
             returncode=EXIT_REJECTED,
         )
-    await hub.list_tools()
     down = hub.unreachable()
-    reasons = "; ".join(f"{server.name}: {server.error}" for server in down)
-    if len(down) == len(hub.servers):
+    if not offered and session_id is None:
+        reasons = "; ".join(f"{server.name}: {server.error}" for server in down) or "they offer none"
         raise CommandError(
             f"no MCP server is reachable, so Hermes would answer without tools ({reasons}){where}",
             returncode=EXIT_REJECTED,
         )
     for server in down:
-        warn(f"[warning] {server.name} is unreachable, its tools fail if called: {server.error}")
+        known = "its tools are offered as it last listed them" if server.tools_known else "its tools are left out"
+        warn(f"[warning] MCP server {server.name} is unreachable ({server.error}); {known}")
 
 
 class Printer:
