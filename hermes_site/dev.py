@@ -94,10 +94,13 @@ def dotenv_write(path: Path, values: dict[str, str]) -> bool:
         *(f"{name}={value}" for name, value in values.items()),
     ]
     partial = path.with_name(path.name + ".partial")
-    # Tokens inside: readable by the operator only.
-    partial.touch(mode=0o600)
-    partial.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    partial.replace(path)
+    try:
+        # Tokens inside: readable by the operator only.
+        partial.touch(mode=0o600)
+        partial.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        partial.replace(path)
+    except OSError:
+        return False  # the banner prints the lines to export instead
     return True
 
 
@@ -155,7 +158,8 @@ def banner(
             exports = " ".join(f"{name}={value}" for name, value in written.items())
             lines += [
                 "",
-                f"{dotenv} is not make run's to write; to ask from another terminal, first run:",
+                f"make run did not write {dotenv} (someone else's, or not writable);",
+                "to ask from another terminal, first run:",
                 f"  export {exports}",
             ]
     lines += ["", "Ctrl-C stops them all."]
