@@ -8,8 +8,8 @@ input mid-call (elicitation), `ask` prompts on the terminal; `--no-input` (or no
 
 A question that would run with no tool at all (no MCP server configured, or none reachable and
 none of their tools known) is refused with the reason, exit 2: an answer without Oikos's tools
-would be a guess. Logs stay at WARNING
-unless `-v 2` or `HERMES_LOG_LEVEL` asks for more, so the terminal shows the answer and the tool lines.
+would be a guess. Logs stay at WARNING unless `-v 2` or `HERMES_LOG_LEVEL` asks for more, so the
+terminal shows the answer and the tool lines.
 """
 
 from __future__ import annotations
