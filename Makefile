@@ -18,7 +18,7 @@ setup: $(UV)
 run: setup
 	$(PY) -m hermes_site.dev
 
-# `run`, and oikos_sim raises a simulated incident every 45 s, each investigated with the model.
+# `run`, and oikos_sim raises simulated incidents (hermes_site/dev.py `--demo`), each investigated with the model.
 demo: setup
 	$(PY) -m hermes_site.dev --demo
 
