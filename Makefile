@@ -1,9 +1,10 @@
 # The two commands a newcomer needs: `make run` and `make test`. Both set up what they use.
+# `make demo` is `make run` with simulated incidents.
 UV_VERSION := 0.13.9
 UV := .uv/bin/uv
 PY := .venv/bin/python
 
-.PHONY: setup run test lint
+.PHONY: setup run demo test lint
 
 $(UV):
 	python3 -m venv .uv
@@ -13,8 +14,13 @@ $(UV):
 setup: $(UV)
 	$(UV) sync --locked --quiet
 
+# Nothing spends tokens unasked: oikos_sim raises no incidents (docs/development.md, "Run").
 run: setup
 	$(PY) -m hermes_site.dev
+
+# `run`, and oikos_sim raises simulated incidents (hermes_site/dev.py `--demo`), each investigated with the model.
+demo: setup
+	$(PY) -m hermes_site.dev --demo
 
 test: setup
 	$(PY) -m pytest $(PYTEST_ARGS)

@@ -185,3 +185,12 @@ def logging_config(*, log_format: str, level: str) -> dict[str, Any]:
             "django.db.backends": {"level": "INFO"},
         },
     }
+
+
+def console_quiet(level: int = logging.WARNING) -> None:
+    """Show only records of `level` and above on the console, whatever the loggers' own levels
+    (a terminal command whose output is its answer, `manage.py ask`)."""
+    root = logging.getLogger()
+    root.setLevel(max(root.level, level))
+    for handler in root.handlers:
+        handler.setLevel(max(handler.level, level))

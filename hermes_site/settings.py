@@ -238,6 +238,9 @@ USE_TZ = True
 # handler (common/logs.py).
 HERMES_LOG_FORMAT = env("HERMES_LOG_FORMAT")
 HERMES_LOG_LEVEL = env("HERMES_LOG_LEVEL").strip().upper() or "INFO"
+# Whether the operator chose the level: `ask` keeps its terminal to the answer and tool lines
+# (WARNING and above) unless they did, or passed `-v 2`.
+HERMES_LOG_LEVEL_CHOSEN = env_set("HERMES_LOG_LEVEL")
 LOGGING = logging_config(log_format=HERMES_LOG_FORMAT, level=HERMES_LOG_LEVEL)
 
 # --- Hermes: the model -----------------------------------------------------------------------------

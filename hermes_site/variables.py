@@ -114,6 +114,9 @@ VARIABLES: tuple[Variable, ...] = (
       "stdout", reader="docker/start.sh"),
     V("HERMES_PYTHON", "deploy", Text(), "", "the interpreter `docker/start.sh` runs Hermes with",
       shown="the project's `.venv`, else `python3`", reader="docker/start.sh"),
+    V("HERMES_DOTENV", "deploy", Text(), "", "the file `manage.py` commands read variables from when the "
+      "environment lacks them (`make run` writes it; `/dev/null` reads nothing)", shown="`.env` in the repository",
+      reader="common/dotenv.py"),
     V("HERMES_EVENT_LOOP", "deploy", Choice(("uvloop", "asyncio")), "uvloop",
       "the event loop the server (Daphne) runs on", reader="hermes_site/serve.py"),
     # --- storage
@@ -150,7 +153,8 @@ VARIABLES: tuple[Variable, ...] = (
     V("HERMES_SSE_KEEPALIVE", "http", Number(minimum=0.05), 15.0,
       "seconds of silence before a `/chat` stream gets a keep-alive comment (for proxies with short idle timeouts)"),
     # --- logging
-    V("HERMES_LOG_LEVEL", "logging", Text(), "INFO", "log level"),
+    V("HERMES_LOG_LEVEL", "logging", Text(), "INFO", "log level; `manage.py ask` logs at `WARNING` unless it is set "
+      "(or `-v 2`)"),
     V("HERMES_LOG_FORMAT", "logging", Choice(LOG_FORMATS), "text",
       "`text` (readable lines) or `json` (one object per line)"),
     V("HERMES_REDACT", "logging", Listing(), [],

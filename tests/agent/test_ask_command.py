@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
-from tests.fakes import FakeAnthropic, Reply, text, thinking
-from tests.fakes.scripted_models import DegradedInvestigator
-from tests.fakes.subprocesses import manage
+from oikos_sim.server import RunningSim
+from tests.fakes import FakeAnthropic, Reply, text, thinking, tool_use
+from tests.fakes.oikos_fixtures import AGENT_TOKEN
+from tests.fakes.scripted_models import DegradedInvestigator, last_tool_results, offered_tool
+from tests.fakes.subprocesses import REPO_ROOT, manage
 
 
 def ask(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -139,3 +144,81 @@ def test_model_switches_the_session_and_a_model_not_offered_is_refused(
     assert json.loads(second.stdout.splitlines()[-1])["model"] == "claude-opus-5"
     assert refused.returncode == 2
     assert "claude-haiku-4-5" in refused.stderr and "claude-sonnet-5, claude-opus-5" in refused.stderr
+
+
+def test_without_any_mcp_server_it_refuses_with_the_reason_before_any_model_call(
+    manage_env: dict[str, str], fake_llm: FakeAnthropic
+) -> None:
+    env = {k: v for k, v in manage_env.items() if not k.startswith("OIKOS_")}
+
+    run = ask("what's degraded?", env=env)
+
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert "no MCP server is configured" in run.stderr and "OIKOS_MCP_URL" in run.stderr
+    assert "make run" in run.stderr and "Traceback" not in run.stderr
+    assert run.stdout == "" and fake_llm.requests == []
+
+
+def test_when_no_mcp_server_answers_it_refuses_naming_the_server(
+    manage_env: dict[str, str], fake_llm: FakeAnthropic
+) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed = probe.getsockname()[1]  # nothing listens once the probe is closed
+    env = {**manage_env, "OIKOS_MCP_URL": f"http://127.0.0.1:{closed}/mcp"}
+
+    run = ask("what's degraded?", env=env)
+
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert "no MCP server is reachable" in run.stderr and "oikos:" in run.stderr
+    assert "Traceback" not in run.stderr and fake_llm.requests == []
+
+
+class PreambleInvestigator:
+    """Says what it will do and calls the health summary in the same response, then answers."""
+
+    answer = "postgres is degraded: its WAL archiving fails."
+
+    def __call__(self, request: dict[str, Any]) -> Reply:
+        if not last_tool_results(request):
+            return Reply.blocks(
+                [text("Let me look at fleet health first."), tool_use(offered_tool(request, "get_health_summary"))],
+                chunk=6,
+            )
+        return Reply.text(self.answer, chunk=6)
+
+
+def _ask_on_one_terminal(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """`ask` with stdout and stderr on one pipe, as both reach one terminal."""
+    return subprocess.run(
+        [sys.executable, "manage.py", "ask", *args],
+        cwd=REPO_ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_against_oikos_sim_the_terminal_shows_the_answer_and_one_line_per_tool_call(
+    manage_env: dict[str, str], fake_llm: FakeAnthropic, oikos: RunningSim
+) -> None:
+    env = {**manage_env, "OIKOS_MCP_URL": oikos.mcp_url, "OIKOS_MCP_TOKEN": AGENT_TOKEN}
+    fake_llm.responder = PreambleInvestigator()
+
+    separate = ask("what's degraded?", env=env)
+    together = _ask_on_one_terminal("what's degraded?", env=env)
+    verbose = ask("what's degraded?", "-v", "2", env=env)
+
+    assert separate.returncode == 0 and together.returncode == 0, separate.stderr + together.stdout
+    # stderr: the tool line and the closing summary, no log line.
+    lines = separate.stderr.splitlines()
+    assert [line.split(" ", 1)[0] for line in lines] == ["[tool]", "[done]", "session"], separate.stderr
+    assert lines[0].startswith("[tool] oikos.get_health_summary {} -> ok")
+    assert separate.stdout == f"Let me look at fleet health first.\n\n{PreambleInvestigator.answer}\n"
+    # On one terminal, the tool line starts a line of its own, after the preamble's.
+    assert together.stdout.startswith("Let me look at fleet health first.\n[tool] oikos.get_health_summary")
+    assert f"\n\n{PreambleInvestigator.answer}\n[done]" in together.stdout
+    # Asked for, the logs are there: the default's silence is the level, not an absence of logs.
+    assert verbose.returncode == 0 and " INFO " in verbose.stderr

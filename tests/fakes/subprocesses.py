@@ -19,12 +19,17 @@ _SCRUBBED_PREFIXES = ("ANTHROPIC_", "HERMES_", "OIKOS_")
 
 
 def clean_environ() -> dict[str, str]:
-    """This process's environment without any Hermes configuration."""
-    return {
+    """This process's environment without any Hermes configuration.
+
+    Nor the checkout's `.env` (common/dotenv.py): a `make run` in the same checkout writes one.
+    """
+    environ = {
         key: value
         for key, value in os.environ.items()
         if not key.startswith(_SCRUBBED_PREFIXES) and key != "DATABASE_URL"
     }
+    environ["HERMES_DOTENV"] = os.devnull
+    return environ
 
 
 def manage(*args: str, env: Mapping[str, str], timeout: float = 180) -> subprocess.CompletedProcess[str]:

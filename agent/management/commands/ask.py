@@ -5,17 +5,25 @@ keeps just the answer. `--json` prints the event stream as JSON lines instead, f
 model's `thinking` events included; the plain answer leaves thinking out). `--model` switches the
 session to another model of `HERMES_MODELS` from this question on. When an MCP server asks for
 input mid-call (elicitation), `ask` prompts on the terminal; `--no-input` (or no terminal) declines.
+
+A question that would run with no tool at all (no MCP server configured, or none reachable and
+none of their tools known) is refused with the reason, exit 2: an answer without Oikos's tools
+would be a guess. Logs stay at WARNING unless `-v 2` or `HERMES_LOG_LEVEL` asks for more, so the
+terminal shows the answer and the tool lines.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import signal
 import sys
 import uuid
+from collections.abc import Callable
 from typing import Any
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser, OutputWrapper
 
 from agent import presence
@@ -24,7 +32,9 @@ from agent.elicitation.terminal import TerminalAnswerer
 from agent.engine.runner import TurnRejected
 from agent.live import turn_start_unfollowed
 from agent.tools.config import MCPConfigError
-from agent.tools.hub import tool_hub
+from agent.tools.hub import ToolHub, tool_hub
+from common.dotenv import dotenv_state
+from common.logs import console_quiet
 
 EXIT_ERROR = 1
 EXIT_REJECTED = 2
@@ -55,6 +65,9 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        if options["verbosity"] < 2 and not settings.HERMES_LOG_LEVEL_CHOSEN:
+            # The terminal is the answer's: stderr carries the tool lines, and warnings and errors.
+            console_quiet(logging.WARNING)
         session_id = _session_id_parse(options["session"])
         printer = JsonPrinter(self.stdout) if options["json"] else TextPrinter(self.stdout, self.stderr)
         # Announced before asking: this process owns its turn, and a turn left by an `ask` that
@@ -71,6 +84,7 @@ class Command(BaseCommand):
                     printer,
                     model=options["model"],
                     answerer=answerer,
+                    warn=printer.warning,
                 )
             )
         except KeyboardInterrupt:
@@ -98,12 +112,14 @@ async def _ask(
     *,
     model: str | None = None,
     answerer: TerminalAnswerer | None = None,
+    warn: Callable[[str], None] | None = None,
 ) -> int:
     try:
         hub = tool_hub()
     except MCPConfigError as exc:
         raise CommandError(str(exc), returncode=EXIT_REJECTED) from None
     try:
+        await _tools_check(hub, warn or (lambda _message: None), session_id=session_id)
         try:
             handle = await turn_start_unfollowed(
                 text=question,
@@ -145,7 +161,41 @@ async def _ask(
         await hub.aclose()
 
 
+async def _tools_check(hub: ToolHub, warn: Callable[[str], None], *, session_id: uuid.UUID | None) -> None:
+    """Refuse a question that would run with no tool at all: no MCP server (nor built-in tool)
+    configured, or none reachable and none of their tools known. Servers down whose tools are known
+    (as they last listed them) are a warning: the turn runs, and the model is told they are down.
+
+    A continued session with nothing reachable is the engine's to decide: it refuses one whose
+    history has tool calls (`tools_unavailable`, agent/engine/runner.py).
+    """
+    state = dotenv_state()
+    where = f" ({state.describe()})" if state is not None else ""
+    offered = await hub.list_tools()
+    if not offered and not hub.servers:
+        raise CommandError(
+            "no MCP server is configured, so Hermes would answer without tools: set OIKOS_MCP_URL and "
+            "OIKOS_MCP_TOKEN (or HERMES_MCP_CONFIG), or start `make run`, which writes them to `.env` for "
+            f"commands in other terminals{where}",
+            returncode=EXIT_REJECTED,
+        )
+    down = hub.unreachable()
+    if not offered and session_id is None:
+        reasons = "; ".join(f"{server.name}: {server.error}" for server in down) or "they offer none"
+        raise CommandError(
+            f"no MCP server is reachable, so Hermes would answer without tools ({reasons}){where}",
+            returncode=EXIT_REJECTED,
+        )
+    for server in down:
+        known = "its tools are offered as it last listed them" if server.tools_known else "its tools are left out"
+        warn(f"[warning] MCP server {server.name} is unreachable ({server.error}); {known}")
+
+
 class Printer:
+    def warning(self, text: str) -> None:
+        sys.stderr.write(text + "\n")
+        sys.stderr.flush()
+
     def event(self, event: Event) -> None:
         raise NotImplementedError
 
@@ -171,17 +221,27 @@ class TextPrinter(Printer):
         self.err = err
         self.block = -1
         self.calls: dict[str, ToolUse] = {}
+        # The answer's last line is unfinished: a line on stderr (the same terminal) ends it first.
+        self.mid_line = False
 
     def _write(self, stream: OutputWrapper, text: str) -> None:
+        if stream is self.err and self.mid_line:
+            self._write(self.out, "\n")
         # Django's OutputWrapper adds a newline unless told otherwise.
         stream.write(text, ending="")
         stream.flush()
+        if stream is self.out and text:
+            self.mid_line = not text.endswith("\n")
+
+    def warning(self, text: str) -> None:
+        self._write(self.err, text + "\n")
 
     def event(self, event: Event) -> None:
         if isinstance(event, TextDelta):
             if event.block != self.block:
                 if self.block >= 0:
-                    self._write(self.out, "\n\n")
+                    # One blank line between blocks, however the last one ended.
+                    self._write(self.out, "\n\n" if self.mid_line else "\n")
                 self.block = event.block
             self._write(self.out, event.text)
         elif isinstance(event, ToolUse):
@@ -208,10 +268,10 @@ class TextPrinter(Printer):
             why = f": {event.reason}" if event.reason else ""
             self._write(self.err, f"[question] {event.server} asked for input; {how}{why}\n")
         elif isinstance(event, Error):
-            self._write(self.out, "\n")
             self._write(self.err, f"error ({event.code}): {event.message}\n")
         elif isinstance(event, Done):
-            self._write(self.out, "\n")
+            if self.mid_line:
+                self._write(self.out, "\n")
             usage = event.usage
             self._write(
                 self.err,
