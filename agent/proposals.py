@@ -61,6 +61,8 @@ class ProposalCard:
     decided_by: str
     outcome: dict[str, Any]
     created_at: datetime.datetime
+    # The turn that proposed it.
+    correlation_id: str = ""
 
     @property
     def pending(self) -> bool:
@@ -167,4 +169,5 @@ def _card(row: Proposal) -> ProposalCard:
         decided_by=row.decided_by,
         outcome=row.outcome if isinstance(row.outcome, dict) else {},
         created_at=row.created_at,
+        correlation_id=str(row.correlation_id),
     )
