@@ -179,8 +179,37 @@ def verdict_record(*, execution_id: str, verdict: str, detail: str) -> Change | 
     return change_get(execution_id=execution_id)
 
 
-def undo_offered(*, execution_id: str, proposal_id: uuid.UUID) -> None:
-    Change.objects.filter(execution_id=execution_id).update(undo_proposal_id=proposal_id, updated_at=timezone.now())
+# What Oikos can take back, and how: a deploy or a configuration change is rolled back to the
+# snapshot Oikos takes before it. A restart or a reload has nothing to take back.
+UNDO_ACTIONS = {"deploy": "rollback", "config": "rollback"}
+
+
+@dataclass(frozen=True)
+class Undo:
+    target: str
+    action: str
+    reason: str
+
+
+def undo_for(change: Change) -> Undo | None:
+    """The inverse of a change, when Oikos can roll it back and it did happen (a failed or
+    denied execution changed nothing to take back)."""
+    action = UNDO_ACTIONS.get(change.action)
+    if action is None or change.status != "completed" or not change.target:
+        return None
+    return Undo(
+        target=change.target,
+        action=action,
+        reason=f"Undo {change.action} of {change.target} (execution {change.execution_id})",
+    )
+
+
+def undo_offered(*, execution_id: str, proposal_id: uuid.UUID) -> bool:
+    """Mark the undo offered as this proposal; False when another was offered first."""
+    offered = Change.objects.filter(execution_id=execution_id, undo_proposal_id=None).update(
+        undo_proposal_id=proposal_id, updated_at=timezone.now()
+    )
+    return bool(offered)
 
 
 def changes_list(

@@ -11,6 +11,7 @@ from channels.db import database_sync_to_async
 from django.db import connection
 
 from agent.models import Change
+from agent.proposals import undo_propose
 from agent.store.changes import (
     ChangeRequest,
     change_record,
@@ -141,3 +142,20 @@ def test_the_list_is_newest_first_and_filters_by_target_or_kind() -> None:
     assert [c.execution_id for c in changes_list()] == ["x-3", "x-2", "x-1"]
     assert [c.execution_id for c in changes_list(target="service:sonarr")] == ["x-1"]
     assert [c.execution_id for c in changes_list(target="service:")] == ["x-3", "x-1"]
+
+
+def test_a_completed_deploy_offers_its_rollback_once_and_a_restart_or_a_failed_deploy_none() -> None:
+    change_record(_request("x-1", action="deploy", target="service:jellyfin"))
+    change_record(_request("x-2", action="restart"))
+    change_record(_request("x-3", action="deploy"))
+    for execution_id, status in (("x-1", "completed"), ("x-2", "completed"), ("x-3", "failed")):
+        change_status(execution_id=execution_id, status=status)
+
+    first = undo_propose(execution_id="x-1", proposed_by="agent:hermes")
+    again = undo_propose(execution_id="x-1", proposed_by="operator:alice")
+
+    assert first is not None and again is not None and first.id == again.id
+    assert (first.target, first.action, first.status) == ("service:jellyfin", "rollback", "pending")
+    assert Change.objects.get(execution_id="x-1").undo_proposal_id == uuid.UUID(first.id)
+    assert undo_propose(execution_id="x-2", proposed_by="agent:hermes") is None
+    assert undo_propose(execution_id="x-3", proposed_by="agent:hermes") is None
