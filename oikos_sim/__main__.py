@@ -64,9 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as error:
         print(f"oikos_sim: cannot listen on {args.host}:{args.port}: {error.strerror}", file=sys.stderr)
         return 1
-    state = state_create(
-        tokens=TokenTable(tokens), execution_seconds=args.execution_seconds, scenarios=args.scenario
-    )
+    state = state_create(tokens=TokenTable(tokens), execution_seconds=args.execution_seconds, scenarios=args.scenario)
     app = app_build(state, host=args.host, signal_interval=args.signal_interval)
     print(f"oikos_sim listening on {base_url(sock)}", flush=True)
     defaults = " (development defaults)" if tokens == DEFAULT_TOKENS else ""

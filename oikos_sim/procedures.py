@@ -135,7 +135,9 @@ def _rollback(world: World, entity: Entity, params: dict[str, Any]) -> Outcome:
         entity.version = str(previous)
         output.append(f"{entity.name} back at {previous}")
     entity.updated_at = utc_now()
-    healed = ("healthy", None) if entity.attrs.pop("degraded_by_deploy", False) else None
+    healed: tuple[Health, str | None] | None = None
+    if entity.attrs.pop("degraded_by_deploy", False):
+        healed = ("healthy", None)
     return Outcome(True, [*output, "health check: ok"], health=healed)
 
 
