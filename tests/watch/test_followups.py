@@ -66,6 +66,7 @@ def _answer(turn_id: uuid.UUID | None) -> str:
 
 
 def _brief(turn_id: uuid.UUID | None) -> str:
+    assert turn_id is not None
     first = Message.objects.filter(turn_id=turn_id, role=Message.Role.USER).order_by("id").first()
     assert first is not None
     content = first.content
@@ -73,6 +74,7 @@ def _brief(turn_id: uuid.UUID | None) -> str:
 
 
 def _tools(turn_id: uuid.UUID | None) -> list[tuple[str, dict]]:
+    assert turn_id is not None
     rows = Activity.objects.filter(correlation_id=turn_id).order_by("started_at", "id")
     return [(row.tool, row.arguments) for row in rows]
 
