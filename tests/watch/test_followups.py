@@ -13,6 +13,7 @@ import time
 import uuid
 from pathlib import Path
 
+import httpx2
 import pytest
 from channels.db import database_sync_to_async
 from django.utils import timezone
@@ -319,3 +320,67 @@ def test_settle_times_by_action_and_from_the_policy_file(settings: Settings, tmp
     path.write_text('{"settle_seconds": "soon"}')
     with pytest.raises(PolicyFileError, match="settle_seconds"):
         TriggerPolicy.from_settings()
+
+
+RECORD = """
+import uuid
+from django.utils import timezone
+from agent.models import AgentSession, Change
+for number in range(1, {count} + 1):
+    session = AgentSession.objects.create(actor="operator:alice", origin="ui", title=f"restart {{number}}")
+    Change.objects.create(
+        execution_id=f"exe-{{number:04d}}", action="restart", target="service:caddy", session=session,
+        requested_at=timezone.now(), asked_by="operator:alice", status="running",
+    )
+"""
+
+
+def test_two_watcher_processes_follow_each_finished_execution_up_exactly_once(
+    oikos: RunningSim, fake_llm: FakeAnthropic, tmp_path: Path
+) -> None:
+    from tests.fakes.daphne import LiveDatabase
+    from tests.fakes.oikos_fixtures import AGENT_TOKEN, OPERATOR_TOKEN
+    from tests.fakes.subprocesses import clean_environ, manage
+    from tests.fakes.watchers import WatchProcess
+
+    count = 4
+    database = LiveDatabase.create(tmp_path, name="followups")
+    fake_llm.responder = FollowUpChecker(ExecutionRequester(target="service:caddy", action="restart"))
+    policy = tmp_path / "policy.json"
+    policy.write_text('{"kinds": ["signal.fired"], "settle_seconds": 0}')
+    env = {
+        **clean_environ(),
+        **fake_llm.env(),
+        "DATABASE_URL": database.url,
+        "OIKOS_MCP_URL": oikos.mcp_url,
+        "OIKOS_MCP_TOKEN": AGENT_TOKEN,
+        "OIKOS_API_URL": oikos.api_url,
+        "OIKOS_API_TOKEN": OPERATOR_TOKEN,
+        "HERMES_WATCH_POLICY_FILE": str(policy),
+    }
+    # The sessions that asked, on the record (the sim numbers its executions exe-0001, …).
+    recorded = manage("shell", "-c", RECORD.format(count=count), env=env)
+    assert recorded.returncode == 0, recorded.stderr
+    watchers = [WatchProcess(env, log_path=tmp_path / f"watch-{n}.log") for n in (1, 2)]
+    try:
+        with httpx2.Client(base_url=oikos.api_url, headers={"Authorization": f"Bearer {OPERATOR_TOKEN}"}) as api:
+            for _ in range(count):
+                api.post("/executions", json={"target": "service:caddy", "action": "restart"}).raise_for_status()
+        done = "SELECT COUNT(*) FROM agent_changes WHERE followup = 'done'"
+        deadline = time.monotonic() + DEADLINE_SECONDS
+        while database.query(done)[0][0] < count and time.monotonic() < deadline:
+            time.sleep(0.1)
+        rows = database.query("SELECT execution_id, verdict, followup_by, followup_turn_id FROM agent_changes")
+        assert sorted((execution, verdict) for execution, verdict, _by, _turn in rows) == [
+            (f"exe-{n:04d}", "cleared") for n in range(1, count + 1)
+        ]
+        # One follow-up turn per session, each the turn its change names, by one of the watchers.
+        turns = database.query("SELECT id, session_id FROM agent_turns WHERE actor = 'agent:hermes'")
+        assert len(turns) == count and len({session for _id, session in turns}) == count
+        assert {str(turn) for _e, _v, _b, turn in rows} == {str(turn) for turn, _s in turns}
+        instances = {str(row[0]) for row in database.query("SELECT id FROM agent_instances WHERE role = 'watch'")}
+        assert {str(by) for _e, _v, by, _t in rows} <= instances
+    finally:
+        codes = [watcher.terminate() for watcher in watchers]
+        database.drop()
+    assert codes == [0, 0], [watcher.log() for watcher in watchers]
