@@ -19,7 +19,8 @@ across every watcher (`changes.followup_claim`, one conditional update), and run
 
 A follow-up that cannot run is marked skipped with the reason (no model, the budget is spent,
 the session stayed busy). One whose watcher died is run once more by the next watcher to start
-(`followups_recover`), like an investigation, or marked skipped when it already was.
+(`followups_recover`), like an investigation, or marked skipped when it already was; a finished
+execution whose follow-up nobody claimed (it ended while no watcher ran) is claimed then.
 """
 
 from __future__ import annotations
@@ -29,8 +30,8 @@ import json
 import logging
 import re
 import uuid
-from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any
 
 from channels.db import database_sync_to_async
@@ -337,11 +338,18 @@ async def execution_detail(execution_id: str) -> dict[str, Any]:
 # --- recovery --------------------------------------------------------------------------------------
 
 
+# How far back a starting watcher looks for finished executions nobody followed up (their events
+# came while no watcher ran, or before Hermes's record of them was written).
+UNCLAIMED_WINDOW = timedelta(hours=1)
+
+
 @dataclass(frozen=True)
 class FollowUpRecovery:
     retry: list[str]  # execution ids to run again
     conclude: list[tuple[str, uuid.UUID]]  # turns that ended without their verdict stored
     given_up: list[str]
+    # Finished executions nobody had claimed the follow-up of: claimed now, run from the start.
+    unclaimed: list[str] = field(default_factory=list)
 
 
 def followups_recover(*, watcher: uuid.UUID | None = None, now: datetime | None = None) -> FollowUpRecovery:
@@ -350,9 +358,17 @@ def followups_recover(*, watcher: uuid.UUID | None = None, now: datetime | None 
     or, already run again once, skipped with the reason. A turn that ended but whose verdict was
     not stored is concluded. Follow-ups of a watcher still alive are left alone."""
     me = instance_of(watcher)
+    now = now or timezone.now()
+    unclaimed = [
+        execution_id
+        for execution_id in Change.objects.filter(
+            followup=Change.FollowUp.PENDING, status__in=changes.FINISHED, requested_at__gte=now - UNCLAIMED_WINDOW
+        ).values_list("execution_id", flat=True)
+        if changes.followup_claim(execution_id=execution_id, instance=me) is not None
+    ]
     rows = list(Change.objects.filter(followup=Change.FollowUp.CLAIMED).exclude(followup_by=me))
     if not rows:
-        return FollowUpRecovery(retry=[], conclude=[], given_up=[])
+        return FollowUpRecovery(retry=[], conclude=[], given_up=[], unclaimed=unclaimed)
     turn_ids = [row.followup_turn_id for row in rows if row.followup_turn_id is not None]
     if Turn.objects.filter(pk__in=turn_ids, status=Turn.Status.RUNNING).exists():
         presence.turns_interrupt_orphaned(running=runner.running)
@@ -380,4 +396,4 @@ def followups_recover(*, watcher: uuid.UUID | None = None, now: datetime | None 
             pk=row.pk, followup=Change.FollowUp.CLAIMED, followup_by=row.followup_by, followup_note=row.followup_note
         ).update(followup_by=me, followup_turn=None, followup_note=RETRIED_NOTE, followup_claimed_at=timezone.now()):
             retry.append(row.execution_id)
-    return FollowUpRecovery(retry=retry, conclude=conclude, given_up=given_up)
+    return FollowUpRecovery(retry=retry, conclude=conclude, given_up=given_up, unclaimed=unclaimed)

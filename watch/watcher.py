@@ -204,6 +204,9 @@ class Watcher:
         for execution_id in left.retry:
             logger.info("The follow-up of %s was left unfinished by a stopped watcher: running it again", execution_id)
             self._spawn(self._follow_up(execution_id, settle=False))
+        for execution_id in left.unclaimed:
+            logger.info("Execution %s finished while no watcher followed it up: following it up", execution_id)
+            self._spawn(self._follow_up(execution_id))
         return found
 
     def _spawn(self, work: Coroutine[Any, Any, Any]) -> None:

@@ -222,6 +222,35 @@ async def test_without_a_model_the_follow_up_is_skipped_with_the_reason(
     assert await database_sync_to_async(Turn.objects.filter(session_id=session.id).count)() == 0
 
 
+async def test_with_the_budget_spent_down_to_its_reserve_the_follow_up_is_skipped(
+    llm: FakeAnthropic, oikos_settings: RunningSim, watcher_start, settings: Settings
+) -> None:
+    settings.HERMES_DAILY_TOKEN_BUDGET = 1_000_000
+    settings.HERMES_BUDGET_RESERVE_SHARE = 0.2
+    settings.HERMES_TURN_TOKEN_BUDGET = 100_000
+    session = await database_sync_to_async(AgentSession.objects.create)(actor="operator:alice", origin="ui")
+    # Spent today down to the reserve, which is kept for operators' questions.
+    await database_sync_to_async(Turn.objects.create)(
+        session=session, actor="operator:alice", status="done", tokens_total=800_000
+    )
+    await database_sync_to_async(Change.objects.create)(
+        execution_id="exe-0001",
+        action="restart",
+        target="service:caddy",
+        session=session,
+        requested_at=timezone.now(),
+        asked_by="operator:alice",
+    )
+    await watcher_start(POLICY)
+    async with OikosClient.from_settings() as client:
+        await client.execution_request(target="service:caddy", action="restart", operator="operator:alice")
+
+    change = await _followed_up()
+
+    assert change.followup == Change.FollowUp.SKIPPED and change.followup_note == "the daily budget is spent"
+    assert llm.requests == []
+
+
 async def test_a_follow_up_whose_watcher_died_is_run_again_once_then_skipped(
     llm: FakeAnthropic, oikos_hub: ToolHub, oikos_settings: RunningSim, watcher_start
 ) -> None:
@@ -257,7 +286,21 @@ async def test_a_follow_up_whose_watcher_died_is_run_again_once_then_skipped(
     assert gave_up.followup == Change.FollowUp.SKIPPED and "stopped twice" in gave_up.followup_note
     # Nothing is left to take over when the next watcher starts.
     again = await database_sync_to_async(followups_recover)(watcher=uuid.uuid4())
-    assert (again.retry, again.given_up, again.conclude) == ([], [], [])
+    assert (again.retry, again.given_up, again.conclude, again.unclaimed) == ([], [], [], [])
+
+
+async def test_an_execution_that_finished_while_no_watcher_ran_is_followed_up_when_one_starts(
+    llm: FakeAnthropic, oikos_hub: ToolHub, oikos_settings: RunningSim, watcher_start
+) -> None:
+    llm.responder = FollowUpChecker(ExecutionRequester(target="service:caddy", action="restart"))
+    await ask("restart caddy", oikos_hub)
+    (change,) = await database_sync_to_async(list)(Change.objects.all())
+    assert change.status == "completed" and change.followup == Change.FollowUp.PENDING
+
+    await watcher_start(POLICY)
+    change = await _followed_up()
+
+    assert change.verdict == Change.Verdict.CLEARED
 
 
 def test_the_verdict_line_is_read_however_it_is_marked_up() -> None:
