@@ -365,25 +365,12 @@ def test_settle_times_by_action_and_from_the_policy_file(settings: Settings, tmp
         TriggerPolicy.from_settings()
 
 
-RECORD = """
-import uuid
-from django.utils import timezone
-from agent.models import AgentSession, Change
-for number in range(1, {count} + 1):
-    session = AgentSession.objects.create(actor="operator:alice", origin="ui", title=f"restart {{number}}")
-    Change.objects.create(
-        execution_id=f"exe-{{number:04d}}", action="restart", target="service:caddy", session=session,
-        requested_at=timezone.now(), asked_by="operator:alice", status="running",
-    )
-"""
-
-
-def test_two_watcher_processes_follow_each_finished_execution_up_exactly_once(
+def test_two_daphne_processes_and_two_watchers_follow_each_finished_execution_up_exactly_once(
     oikos: RunningSim, fake_llm: FakeAnthropic, tmp_path: Path
 ) -> None:
-    from tests.fakes.daphne import LiveDatabase
+    from tests.fakes.daphne import DaphneServer, LiveDatabase
     from tests.fakes.oikos_fixtures import AGENT_TOKEN, OPERATOR_TOKEN
-    from tests.fakes.subprocesses import clean_environ, manage
+    from tests.fakes.subprocesses import clean_environ
     from tests.fakes.watchers import WatchProcess
 
     count = 4
@@ -401,18 +388,21 @@ def test_two_watcher_processes_follow_each_finished_execution_up_exactly_once(
         "OIKOS_API_TOKEN": OPERATOR_TOKEN,
         "HERMES_WATCH_POLICY_FILE": str(policy),
     }
-    # The sessions that asked, on the record (the sim numbers its executions exe-0001, …).
-    recorded = manage("shell", "-c", RECORD.format(count=count), env=env)
-    assert recorded.returncode == 0, recorded.stderr
     watchers = [WatchProcess(env, log_path=tmp_path / f"watch-{n}.log") for n in (1, 2)]
     try:
-        with httpx2.Client(base_url=oikos.api_url, headers={"Authorization": f"Bearer {OPERATOR_TOKEN}"}) as api:
-            for _ in range(count):
-                api.post("/executions", json={"target": "service:caddy", "action": "restart"}).raise_for_status()
-        done = "SELECT COUNT(*) FROM agent_changes WHERE followup = 'done'"
-        deadline = time.monotonic() + DEADLINE_SECONDS
-        while database.query(done)[0][0] < count and time.monotonic() < deadline:
-            time.sleep(0.1)
+        with (
+            DaphneServer(database=database, env=env, log_path=tmp_path / "daphne-1.log") as one,
+            DaphneServer(database=database, env=env, log_path=tmp_path / "daphne-2.log") as two,
+        ):
+            # Each process asks for restarts in sessions of its own; the turn reads to its end.
+            for number in range(count):
+                hermes = (one, two)[number % 2]
+                asked = httpx2.post(f"{hermes.url}/chat", json={"message": "restart caddy"}, timeout=60)
+                assert asked.status_code == 200, asked.text
+            done = "SELECT COUNT(*) FROM agent_changes WHERE followup IN ('done', 'skipped')"
+            deadline = time.monotonic() + DEADLINE_SECONDS
+            while database.query(done)[0][0] < count and time.monotonic() < deadline:
+                time.sleep(0.1)
         rows = database.query("SELECT execution_id, verdict, followup_by, followup_turn_id FROM agent_changes")
         assert sorted((execution, verdict) for execution, verdict, _by, _turn in rows) == [
             (f"exe-{n:04d}", "cleared") for n in range(1, count + 1)
