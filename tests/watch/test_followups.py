@@ -171,6 +171,25 @@ async def test_a_deploy_that_leaves_gitea_degraded_is_not_cleared_and_offers_the
     assert [e.action for e in oikos_settings.state.desk.executions.values()] == ["deploy"]
 
 
+async def test_a_denied_deploy_is_on_the_record_as_denied_with_nothing_to_check(
+    llm: FakeAnthropic, oikos_hub: ToolHub, oikos_settings: RunningSim, watcher_start
+) -> None:
+    llm.responder = FollowUpChecker(ExecutionRequester(target="service:jellyfin", action="deploy"))
+    await watcher_start(POLICY)
+    await ask("deploy jellyfin", oikos_hub)
+    parked = await database_sync_to_async(Change.objects.get)()
+    requests = len(llm.requests)
+
+    async with OikosClient.from_settings() as client:
+        await client.approval_decide(parked.approval_id, approve=False, operator="operator:bob")
+    change = await _followed_up()
+
+    assert (change.status, change.decided_by) == ("denied", "operator:bob")
+    assert change.followup == Change.FollowUp.SKIPPED and "nothing ran" in change.followup_note
+    assert change.verdict == "" and change.undo_proposal_id is None
+    assert len(llm.requests) == requests
+
+
 async def test_two_watchers_on_one_stream_follow_each_execution_up_once(
     llm: FakeAnthropic, oikos_hub: ToolHub, oikos_settings: RunningSim, watcher_start
 ) -> None:
