@@ -74,7 +74,7 @@ STORM_GATHER_SECONDS = 10.0
 # How long a finished execution's event waits for Hermes's record of it: the turn that asked
 # writes it when Oikos answers, and a quick execution may finish first.
 CHANGE_RECORD_WAIT_SECONDS = 30.0
-CHANGE_RECORD_POLL_SECONDS = 0.2
+CHANGE_RECORD_POLL_SECONDS = 0.5
 # How far back `replay` reaches into Oikos's backlog: an hour is what an operator returning to a
 # fresh install still wants investigated; older signals are history.
 BACKLOG_MAX_AGE_SECONDS = 3600.0
@@ -239,7 +239,7 @@ class Watcher:
             claim = await self._claim(event, policy)
         if change is not None:
             await self._change_follow(change, history=self._is_history(event))
-        elif event.type in followups.EXECUTION_EVENTS and event.type != "execution.started":
+        elif event.type in ("execution.completed", "execution.failed") and not self._is_history(event):
             # Hermes's record of it may not be written yet: look again for a while, off the stream.
             self._spawn(self._change_awaited(event))
         if self.on_claim is not None:
