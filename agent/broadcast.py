@@ -29,6 +29,11 @@ SESSIONS_GROUP = "hermes.sessions"
 # Every page with the rail listens here: an elicitation was raised or answered somewhere.
 ELICITATIONS_GROUP = "hermes.elicitations"
 
+# Every page that shows executions listens here (the rail, the session holding a card, the Changes
+# page): Hermes's record of one changed — its status, its follow-up, its verdict, its undo. The
+# message names the execution and its session; pages redraw what shows it from the database.
+CHANGES_GROUP = "hermes.changes"
+
 # The number of an end announced for a turn whose owner is gone: past any real one, so listeners
 # take it as a gap and draw the turn from the database, where it is now `interrupted`.
 ORPHAN_END = 2**31
@@ -90,3 +95,13 @@ async def layer_quietly(awaitable: Any) -> None:
         if task_cancelling():
             raise asyncio.CancelledError from None
         logger.exception("A channel layer operation of the turn registry failed")
+
+
+async def changes_changed_publish(*, execution_id: str, session_id: uuid.UUID | str | None) -> None:
+    """Tell pages that Hermes's record of an execution changed (`agent.store.changes`); a failure
+    costs a redraw, never the record."""
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    message = {"type": "changes.changed", "execution_id": execution_id, "session_id": str(session_id or "")}
+    await layer_quietly(layer.group_send(CHANGES_GROUP, message))

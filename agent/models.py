@@ -453,3 +453,77 @@ class McpAuthorization(models.Model):
 
     def __str__(self) -> str:
         return f"authorization of {self.server} ({self.status})"
+
+
+class Change(models.Model):
+    """One execution Hermes asked Oikos for: the record behind follow-ups, undo and "what changed?".
+
+    Written when Oikos answers a `request_execution` with an execution id — from a turn that may act
+    (`agent.engine.tool_round`) or from an operator's approval of a proposal (`oikos.proposals`) — and
+    kept current from Oikos's event stream (`execution.*`, `approval.*`). Nothing here is Oikos's
+    word on anything but the execution's status; the verdict is Hermes's own, from a follow-up turn
+    that re-read the target after the execution finished (`watch.followups`).
+
+    The follow-up is claimed exactly once across processes: a conditional update from `pending`
+    (`agent.store.changes.followup_claim`), as watched events are claimed by a unique row.
+    """
+
+    class FollowUp(models.TextChoices):
+        PENDING = "pending", "waiting for the execution to finish"
+        CLAIMED = "claimed", "a watcher is checking"
+        DONE = "done", "checked"
+        SKIPPED = "skipped", "not checked"
+
+    class Verdict(models.TextChoices):
+        CLEARED = "cleared"
+        NOT_CLEARED = "not_cleared", "not cleared"
+        FAILED = "failed"
+
+    execution_id = models.CharField(max_length=100, unique=True)
+    approval_id = models.CharField(max_length=100, blank=True)
+    action = RedactedCharField(max_length=40, blank=True)
+    target = RedactedCharField(max_length=200, blank=True)
+    params = RedactedJSONField(default=dict)
+    # The reason the request gave Oikos (the model's, or the proposal's with who approved it).
+    reason = RedactedTextField(blank=True)
+    risk_class = models.CharField(max_length=40, blank=True)
+    # Where it was asked: the session, the turn (correlation id) and its ledger row; who asked.
+    session = models.ForeignKey(AgentSession, on_delete=models.SET_NULL, related_name="changes", null=True, blank=True)
+    correlation_id = models.UUIDField(null=True, blank=True)
+    activity_id = models.BigIntegerField(null=True, blank=True)
+    proposal_id = models.UUIDField(null=True, blank=True)
+    asked_by = models.CharField(max_length=150, blank=True)
+    requested_at = models.DateTimeField()
+    # Oikos's status of the execution (`proposed`, `approved`, `running`, `completed`, `failed`,
+    # `denied`, `expired`, …) as last heard, who decided its approval, and how it ended.
+    status = models.CharField(max_length=20, blank=True)
+    decided_by = models.CharField(max_length=150, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    error = RedactedTextField(blank=True)
+    # The follow-up: its state, the watcher that claimed it, the turn that checked, and why it did
+    # not run when it was skipped.
+    followup = models.CharField(max_length=10, choices=FollowUp.choices, default=FollowUp.PENDING)
+    followup_by = models.UUIDField(null=True, blank=True)
+    followup_claimed_at = models.DateTimeField(null=True, blank=True)
+    followup_turn = models.ForeignKey(Turn, on_delete=models.SET_NULL, related_name="+", null=True, blank=True)
+    followup_note = RedactedTextField(blank=True)
+    verdict = models.CharField(max_length=12, choices=Verdict.choices, blank=True)
+    # The follow-up's one-line reading of the verdict ("sonarr healthy, probes green").
+    verdict_detail = RedactedTextField(blank=True)
+    verdict_at = models.DateTimeField(null=True, blank=True)
+    # The way back: the proposal offering the inverse, and, on the inverse's own row, what it undoes.
+    undo_proposal_id = models.UUIDField(null=True, blank=True)
+    undo_of = models.ForeignKey("self", on_delete=models.SET_NULL, related_name="undone_by", null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "agent_changes"
+        ordering = ["-requested_at", "-id"]
+        indexes = [
+            models.Index(fields=["-requested_at", "-id"], name="agent_change_requested_idx"),
+            models.Index(fields=["target", "-requested_at"], name="agent_change_target_idx"),
+            models.Index(fields=["followup"], name="agent_change_followup_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.action} {self.target} ({self.execution_id})"

@@ -22,6 +22,9 @@ from channels.layers import get_channel_layer
 from django.utils import timezone
 
 from agent.models import Proposal
+from agent.store import changes
+from agent.tools.config import oikos_server_name
+from agent.tools.provenance import REQUEST_EXECUTION
 
 logger = logging.getLogger(__name__)
 
@@ -61,6 +64,8 @@ class ProposalCard:
     decided_by: str
     outcome: dict[str, Any]
     created_at: datetime.datetime
+    # The turn that proposed it.
+    correlation_id: str = ""
 
     @property
     def pending(self) -> bool:
@@ -167,4 +172,38 @@ def _card(row: Proposal) -> ProposalCard:
         decided_by=row.decided_by,
         outcome=row.outcome if isinstance(row.outcome, dict) else {},
         created_at=row.created_at,
+        correlation_id=str(row.correlation_id),
     )
+
+
+def undo_propose(
+    *, execution_id: str, proposed_by: str, correlation_id: uuid.UUID | None = None
+) -> ProposalCard | None:
+    """Offer the way back from a change as a proposal an operator approves (`oikos.proposals`
+    then sends it through Oikos's policy like any request); the one already offered if there is one.
+    None when the change cannot be undone (`agent.store.changes.undo_for`)."""
+    change = changes.change_get(execution_id=execution_id)
+    if change is None:
+        return None
+    if change.undo_proposal_id is not None:
+        return proposal_get(proposal_id=change.undo_proposal_id)
+    undo = changes.undo_for(change)
+    if undo is None:
+        return None
+    card = proposal_open(
+        correlation_id=correlation_id or change.correlation_id or uuid.uuid4(),
+        session_id=change.session_id,
+        proposed_by=proposed_by,
+        origin="followup",
+        tool_use_id="",
+        server=oikos_server_name(),
+        tool=REQUEST_EXECUTION,
+        arguments={"target": undo.target, "action": undo.action, "reason": undo.reason},
+        sources=[],
+    )
+    if not changes.undo_offered(execution_id=execution_id, proposal_id=uuid.UUID(card.id)):
+        # Offered meanwhile by another caller (the follow-up and the card's button): theirs stands.
+        Proposal.objects.filter(pk=card.id).delete()
+        change.refresh_from_db()
+        return proposal_get(proposal_id=change.undo_proposal_id) if change.undo_proposal_id else None
+    return card

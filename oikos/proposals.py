@@ -16,6 +16,7 @@ from channels.db import database_sync_to_async
 
 from agent import proposals
 from agent.proposals import ProposalCard, ProposalDecided, ProposalNotFound
+from agent.store.changes import ChangeRequest, change_record, change_status
 from oikos.client import OikosClient, OikosError
 
 # Oikos keeps a reason of this many characters at most.
@@ -66,6 +67,22 @@ async def _send(card: ProposalCard, *, operator: str) -> ProposalCard:
             "status": str(execution.get("status") or ""),
             "approval_id": str(execution.get("approval_id") or ""),
         }
+        request = ChangeRequest.of_result(
+            arguments={"target": card.target, "action": card.action, "params": card.params or {}, "reason": reason},
+            structured={**execution, **outcome},
+            asked_by=card.proposed_by,
+            session_id=uuid.UUID(card.session_id) if card.session_id else None,
+            correlation_id=uuid.UUID(card.correlation_id) if card.correlation_id else None,
+            proposal_id=uuid.UUID(card.id),
+        )
+        if request is not None:
+            await database_sync_to_async(_change_record_approved)(request, operator=operator)
     return await database_sync_to_async(proposals.proposal_outcome_record)(
         proposal_id=uuid.UUID(card.id), outcome=outcome
     )
+
+
+def _change_record_approved(request: ChangeRequest, *, operator: str) -> None:
+    """On Hermes's record of changes: asked by the proposer, approved in Hermes by `operator`."""
+    change_record(request)
+    change_status(execution_id=request.execution_id, status=request.status or "approved", decided_by=operator)

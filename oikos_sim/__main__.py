@@ -11,6 +11,7 @@ import os
 import sys
 
 from oikos_sim.auth import DEFAULT_TOKENS, TokenConfigError, TokenTable, tokens_from_env
+from oikos_sim.scenarios import SCENARIOS
 from oikos_sim.server import app_build, base_url, socket_listen, uvicorn_server
 from oikos_sim.state import state_create
 
@@ -41,6 +42,13 @@ def _parser() -> argparse.ArgumentParser:
         default=0.0,
         help="fire a demo signal or health change every N seconds (default: 0 = off)",
     )
+    parser.add_argument(
+        "--scenario",
+        action="append",
+        default=[],
+        choices=sorted(SCENARIOS),
+        help="lay a named situation over the seed (repeatable; see oikos_sim/scenarios.py)",
+    )
     return parser
 
 
@@ -56,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as error:
         print(f"oikos_sim: cannot listen on {args.host}:{args.port}: {error.strerror}", file=sys.stderr)
         return 1
-    state = state_create(tokens=TokenTable(tokens), execution_seconds=args.execution_seconds)
+    state = state_create(tokens=TokenTable(tokens), execution_seconds=args.execution_seconds, scenarios=args.scenario)
     app = app_build(state, host=args.host, signal_interval=args.signal_interval)
     print(f"oikos_sim listening on {base_url(sock)}", flush=True)
     defaults = " (development defaults)" if tokens == DEFAULT_TOKENS else ""

@@ -367,5 +367,8 @@ class ExecutionDesk:
             "risk_class": execution.risk_class,
             "status": execution.status,
             "requested_by": execution.requested_by,
+            "decided_by": execution.decided_by,
+            "error": execution.error,
+            "finished_at": iso(execution.finished_at) if execution.finished_at else None,
             "message": execution_message(execution),
         }

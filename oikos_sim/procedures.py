@@ -1,7 +1,9 @@
 """What the actuator does when an execution runs: the output it prints and what changes in the world.
 
 Outcomes follow the world, not chance: a deploy or config change onto a guest whose disk is 90 %
-full fails with ENOSPC (that is postgres today), everything else succeeds.
+full fails with ENOSPC (that is postgres today); a deploy of a version the entity lists in
+`bad_versions` succeeds but leaves it degraded, until a rollback (oikos_sim/scenarios.py);
+a restart heals what `restart_clears` says a restart heals; everything else succeeds.
 """
 
 from __future__ import annotations
@@ -100,8 +102,16 @@ def _deploy(world: World, entity: Entity, params: dict[str, Any]) -> Outcome:
         entity.attrs["previous_version"] = entity.version
         entity.version = version
     entity.updated_at = utc_now()
+    journal = [f"systemd[1]: Started {_unit(entity)} ({entity.name} {version})."]
+    broken = entity.attrs.get("bad_versions", {}).get(version)
+    if broken:
+        # The install itself succeeds: only the health check after it shows the release is bad.
+        entity.attrs["degraded_by_deploy"] = True
+        entity.attrs.pop("restart_clears", None)
+        output += [f"installed {entity.name} {version}", "migrations: applied", f"health check: degraded ({broken})"]
+        return Outcome(True, output, health=("degraded", broken), journal=journal)
     output += [f"installed {entity.name} {version}", "migrations: none pending", "health check: ok"]
-    return Outcome(True, output, journal=[f"systemd[1]: Started {_unit(entity)} ({entity.name} {version})."])
+    return Outcome(True, output, journal=journal)
 
 
 def _config(world: World, entity: Entity, params: dict[str, Any]) -> Outcome:
@@ -125,7 +135,10 @@ def _rollback(world: World, entity: Entity, params: dict[str, Any]) -> Outcome:
         entity.version = str(previous)
         output.append(f"{entity.name} back at {previous}")
     entity.updated_at = utc_now()
-    return Outcome(True, [*output, "health check: ok"])
+    healed: tuple[Health, str | None] | None = None
+    if entity.attrs.pop("degraded_by_deploy", False):
+        healed = ("healthy", None)
+    return Outcome(True, [*output, "health check: ok"], health=healed)
 
 
 def _destroy(world: World, entity: Entity, params: dict[str, Any]) -> Outcome:

@@ -10,7 +10,7 @@ import asyncio
 import os
 import socket
 import threading
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from types import TracebackType
@@ -152,14 +152,16 @@ def serve_in_thread(
     heartbeat_seconds: float = HEARTBEAT_SECONDS,
     tokens: Mapping[str, str] | None = None,
     keep_alive_seconds: int = 5,
+    scenarios: Iterable[str] = (),
 ) -> RunningSim:
     """Start oikos_sim on a background thread and return once it serves requests.
 
-    ``tokens`` maps actor -> token (default: ``OIKOS_SIM_TOKENS`` or the development defaults).
+    ``tokens`` maps actor -> token (default: ``OIKOS_SIM_TOKENS`` or the development defaults);
+    ``scenarios`` name situations laid over the seed (oikos_sim/scenarios.py).
     """
     sock = socket_listen(host, port)
     table = TokenTable(tokens if tokens is not None else tokens_from_env(os.environ))
-    state = state_create(tokens=table, execution_seconds=execution_seconds)
+    state = state_create(tokens=table, execution_seconds=execution_seconds, scenarios=scenarios)
     ready = threading.Event()
     app = app_build(state, host=host, signal_interval=signal_interval, heartbeat_seconds=heartbeat_seconds, ready=ready)
     server = uvicorn_server(app, keep_alive_seconds=keep_alive_seconds)

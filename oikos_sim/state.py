@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from oikos_sim.auth import TokenTable
 from oikos_sim.clock import minute_floor, utc_now
 from oikos_sim.events import EventBus
 from oikos_sim.executions import ExecutionDesk
+from oikos_sim.scenarios import scenarios_apply
 from oikos_sim.seed.homelab import world_seed
 from oikos_sim.world import World
 
@@ -20,9 +22,11 @@ class SimState:
     tokens: TokenTable
 
 
-def state_create(*, tokens: TokenTable, execution_seconds: float = 1.0) -> SimState:
-    """A fresh world, anchored at the current minute, with an empty event stream."""
+def state_create(*, tokens: TokenTable, execution_seconds: float = 1.0, scenarios: Iterable[str] = ()) -> SimState:
+    """A fresh world, anchored at the current minute, with the named scenarios laid over it
+    (oikos_sim/scenarios.py) and an empty event stream."""
     world = world_seed(minute_floor(utc_now()))
+    scenarios_apply(world, scenarios)
     events = EventBus()
     return SimState(
         world=world,

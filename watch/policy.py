@@ -7,7 +7,12 @@ by kinds, minimum severity and entity include/exclude globs, in a JSON file name
 
     {"kinds": ["signal.fired", "entity.health_changed"], "min_severity": "critical",
      "include": ["service:*"], "exclude": ["service:jellyfin"], "cooldown_seconds": 900,
-     "hourly_cap": 4, "incident_window_seconds": 10}
+     "hourly_cap": 4, "incident_window_seconds": 10,
+     "settle_seconds": {"restart": 5, "deploy": 90}}
+
+`settle_seconds` is how long a follow-up waits after an execution finished before it checks
+(watch/followups.py): one number for every action, or an object by action; an action it leaves
+out keeps its default (`SETTLE_SECONDS`).
 
 A resolution (`signal.resolved`, health back to healthy) is never filtered: it only ever closes
 an investigation that exists, without a model call.
@@ -27,7 +32,28 @@ SEVERITIES = ("info", "warning", "critical")
 HEALTH_SEVERITY = {"degraded": "warning", "down": "critical", "failing": "critical", "critical": "critical"}
 HEALTHY = "healthy"
 DEFAULT_KINDS = frozenset({"signal.fired", "entity.health_changed", "execution.failed"})
-_KEYS = {"kinds", "min_severity", "include", "exclude", "cooldown_seconds", "hourly_cap", "incident_window_seconds"}
+_KEYS = {
+    "kinds",
+    "min_severity",
+    "include",
+    "exclude",
+    "cooldown_seconds",
+    "hourly_cap",
+    "incident_window_seconds",
+    "settle_seconds",
+}
+# How long after an execution finished its follow-up waits before checking, by action: what a
+# service needs to come back after a restart or a reload, and a deployed or reconfigured one to
+# start, migrate and answer its probes. A failed execution changed nothing to wait for.
+SETTLE_SECONDS = {
+    "restart": 15.0,
+    "reload": 10.0,
+    "ping": 0.0,
+    "deploy": 45.0,
+    "config": 30.0,
+    "rollback": 45.0,
+}
+SETTLE_OTHER_SECONDS = 20.0
 
 
 class PolicyFileError(Exception):
@@ -59,6 +85,8 @@ class TriggerPolicy:
     # Events of any kind for one entity raised within this many seconds of each other are one
     # incident: they join one investigation (a signal firing and the entity's health dropping); 0: never.
     incident_window_seconds: float = 5.0
+    # (action, seconds) pairs overriding `SETTLE_SECONDS`; action "*" is every action.
+    settle: tuple[tuple[str, float], ...] = ()
 
     @classmethod
     def from_settings(cls) -> TriggerPolicy:
@@ -85,7 +113,19 @@ class TriggerPolicy:
             incident_window_seconds=max(
                 0.0, float(values.get("incident_window_seconds", default.incident_window_seconds))
             ),
+            settle=_settle_read(values.get("settle_seconds")),
         )
+
+    def settle_seconds(self, action: str, status: str) -> float:
+        """How long the follow-up of a finished `action` waits before checking (none after a failure)."""
+        if status == "failed":
+            return 0.0
+        overrides = dict(self.settle)
+        if action in overrides:
+            return overrides[action]
+        if "*" in overrides:
+            return overrides["*"]
+        return SETTLE_SECONDS.get(action, SETTLE_OTHER_SECONDS)
 
     def trigger(self, event_type: str, data: dict[str, Any]) -> Trigger | None:
         """The event's meaning under this policy; None when it is not for the watcher."""
@@ -131,6 +171,19 @@ def _trigger_read(event_type: str, data: dict[str, Any]) -> Trigger | None:
         summary = str(data.get("error") or f"{action} of {entity} failed")
         return Trigger("open", entity, f"execution_failed:{action}", "warning", summary)
     return None
+
+
+def _settle_read(value: Any) -> tuple[tuple[str, float], ...]:
+    if value is None:
+        return ()
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return (("*", max(0.0, float(value))),)
+    if isinstance(value, dict):
+        try:
+            return tuple((str(action), max(0.0, float(seconds))) for action, seconds in value.items())
+        except (TypeError, ValueError):
+            pass
+    raise PolicyFileError("settle_seconds must be a number of seconds or an object of seconds by action")
 
 
 def _policy_file_read(path: Path) -> dict[str, Any]:

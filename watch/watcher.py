@@ -29,6 +29,12 @@ Investigations run as tasks of the watcher's event loop, on the process's shared
 stream is not held up while a turn runs. Each time it (re)connects, a watcher first takes over the
 investigations a stopped watcher left unfinished (`services.investigations_recover`): each is run
 once more, or, already retried, marked `interrupted`, so no page says "investigating…" forever.
+
+Every watcher also keeps Hermes's record of the executions it asked for current from the stream
+(`execution.*`, `approval.*`), and the one that claims a finished execution's follow-up runs it
+(watch/followups.py); a failed execution Hermes is following up opens no investigation of its own:
+its follow-up, in the session that asked, says what failed. Follow-ups a stopped watcher left are
+taken over like its investigations (`followups.followups_recover`).
 """
 
 from __future__ import annotations
@@ -38,17 +44,21 @@ import logging
 import random
 import time
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from typing import Any
 
 from channels.db import database_sync_to_async
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
+from agent.broadcast import changes_changed_publish
+from agent.models import Change
+from agent.store import changes
 from agent.tools.hub import ToolHub
 from oikos.client import OikosClient, OikosError, OikosEvent
-from watch import services
+from watch import followups, services
 from watch.config import WatchConfig
 from watch.investigate import investigation_escalate, investigation_run
 from watch.policy import TriggerPolicy
@@ -61,6 +71,10 @@ RETRY_MAX_SECONDS = 30.0
 HEALTHY_STREAM_SECONDS = 60.0
 # A storm investigation waits this long before it starts, so its brief lists the storm, not its first event.
 STORM_GATHER_SECONDS = 10.0
+# How long a finished execution's event waits for Hermes's record of it: the turn that asked
+# writes it when Oikos answers, and a quick execution may finish first.
+CHANGE_RECORD_WAIT_SECONDS = 30.0
+CHANGE_RECORD_POLL_SECONDS = 0.5
 # How far back `replay` reaches into Oikos's backlog: an hour is what an operator returning to a
 # fresh install still wants investigated; older signals are history.
 BACKLOG_MAX_AGE_SECONDS = 3600.0
@@ -117,6 +131,7 @@ class Watcher:
         on_claim: Callable[[OikosEvent, services.Claim | None], None] | None = None,
         backlog: str | None = None,
         backlog_max_age: float | None = None,
+        busy_wait: float = followups.BUSY_WAIT_SECONDS,
     ) -> None:
         self.hub = hub
         self.policy = policy or TriggerPolicy.from_settings()
@@ -134,6 +149,9 @@ class Watcher:
         self.backlog_before: datetime | None = None
         self.stats = WatchStats()
         self.investigations: set[asyncio.Task[uuid.UUID | None]] = set()
+        # Follow-ups this watcher claimed and runs; how long one waits for a busy session.
+        self.followups: set[asyncio.Task[Any]] = set()
+        self.busy_wait = busy_wait
         self.connected = asyncio.Event()
         self.backoff = Backoff()
         # The epoch claims go to, and the numeric id the first event after (re)connecting must pass.
@@ -177,7 +195,24 @@ class Watcher:
         for investigation_id in found.retry:
             logger.info("Investigation %s was left unfinished by a stopped watcher: running it again", investigation_id)
             self._start(services.Claim(outcome="recovered", investigation_id=investigation_id, start=True))
+        left = await database_sync_to_async(followups.followups_recover)(watcher=self.instance)
+        for execution_id in left.given_up:
+            logger.warning("The follow-up of %s was interrupted twice: skipped", execution_id)
+            await changes_changed_publish(execution_id=execution_id, session_id=None)
+        for execution_id, turn_id in left.conclude:
+            await followups.followup_finish(execution_id=execution_id, turn_id=turn_id)
+        for execution_id in left.retry:
+            logger.info("The follow-up of %s was left unfinished by a stopped watcher: running it again", execution_id)
+            self._spawn(self._follow_up(execution_id, settle=False))
+        for execution_id in left.unclaimed:
+            logger.info("Execution %s finished while no watcher followed it up: following it up", execution_id)
+            self._spawn(self._follow_up(execution_id))
         return found
+
+    def _spawn(self, work: Coroutine[Any, Any, Any]) -> None:
+        task = asyncio.get_running_loop().create_task(work)
+        self.followups.add(task)
+        task.add_done_callback(self.followups.discard)
 
     def _start(self, claim: services.Claim) -> None:
         task = asyncio.get_running_loop().create_task(self._investigate(claim))
@@ -192,11 +227,21 @@ class Watcher:
         seq = services.event_seq(event.id)
         if resumed_after is not None and seq is not None and seq < resumed_after:
             self._epoch_next(f"the stream resumed after id {resumed_after} starts at id {seq}")
+        change = await self._change_apply(event) if followups.is_change_event(event.type) else None
+        policy = self.policy
+        if change is not None and event.type == "execution.failed":
+            # Its follow-up says what failed, in the session that asked: no investigation besides.
+            policy = replace(policy, kinds=policy.kinds - {"execution.failed"})
         try:
-            claim = await self._claim(event)
+            claim = await self._claim(event, policy)
         except services.EventIdReused:
             self._epoch_next(f"id {event.id} is claimed for another event")
-            claim = await self._claim(event)
+            claim = await self._claim(event, policy)
+        if change is not None:
+            await self._change_follow(change, history=self._is_history(event))
+        elif event.type in ("execution.completed", "execution.failed") and not self._is_history(event):
+            # Hermes's record of it may not be written yet: look again for a while, off the stream.
+            self._spawn(self._change_awaited(event))
         if self.on_claim is not None:
             self.on_claim(event, claim)
         if claim is None:
@@ -207,13 +252,68 @@ class Watcher:
             self._start(claim)
         return claim
 
-    async def _claim(self, event: OikosEvent) -> services.Claim | None:
+    async def _change_apply(self, event: OikosEvent) -> Change | None:
+        """Hermes's record of the event's execution brought up to date (None: not one Hermes asked for)."""
+        data = dict(event.data)
+        if event.type in ("execution.completed", "execution.failed") and not {"error", "decided_by"} <= set(data):
+            # An Oikos whose events do not say who decided or the error: asked for the execution itself.
+            detail = await followups.execution_detail(str(data.get("execution_id") or ""))
+            data |= {key: detail.get(key) for key in ("error", "decided_by", "finished_at") if detail.get(key)}
+        try:
+            change = await database_sync_to_async(followups.change_event_apply)(event.type, data)
+        except Exception:  # the record must never stop the stream
+            logger.exception("Could not record %s of %s", event.type, data.get("execution_id"))
+            return None
+        if change is not None:
+            await changes_changed_publish(execution_id=change.execution_id, session_id=change.session_id)
+        return change
+
+    async def _change_awaited(self, event: OikosEvent) -> None:
+        execution_id = str(event.data.get("execution_id") or "")
+        if not execution_id:
+            return
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + CHANGE_RECORD_WAIT_SECONDS
+        while loop.time() < deadline:
+            if await database_sync_to_async(changes.change_get)(execution_id=execution_id) is not None:
+                change = await self._change_apply(event)
+                if change is not None:
+                    await self._change_follow(change, history=self._is_history(event))
+                return
+            await asyncio.sleep(CHANGE_RECORD_POLL_SECONDS)
+
+    async def _change_follow(self, change: Change, *, history: bool) -> None:
+        """Claim the follow-up of a finished execution and run it, when this watcher wins the claim."""
+        if history or change.status not in changes.FINISHED or change.followup != Change.FollowUp.PENDING:
+            return
+        instance = self.instance or await database_sync_to_async(followups.instance_of)(None)
+        claimed = await database_sync_to_async(changes.followup_claim)(
+            execution_id=change.execution_id, instance=instance
+        )
+        if claimed is None:
+            return
+        await changes_changed_publish(execution_id=claimed.execution_id, session_id=claimed.session_id)
+        self._spawn(self._follow_up(claimed.execution_id))
+
+    async def _follow_up(self, execution_id: str, *, settle: bool = True) -> uuid.UUID | None:
+        try:
+            return await followups.followup_run(
+                execution_id=execution_id, hub=self.hub, policy=self.policy, busy_wait=self.busy_wait, settle=settle
+            )
+        except Exception:
+            logger.exception("The follow-up of %s failed", execution_id)
+            await database_sync_to_async(changes.followup_skip)(
+                execution_id=execution_id, reason="the follow-up failed: the watcher's log says why"
+            )
+            return None
+
+    async def _claim(self, event: OikosEvent, policy: TriggerPolicy | None = None) -> services.Claim | None:
         return await database_sync_to_async(services.event_claim)(
             event_id=event.id,
             event_type=event.type,
             at=event.at,
             data=event.data,
-            policy=self.policy,
+            policy=policy or self.policy,
             watcher=self.instance,
             backlog=self._is_history(event),
             epoch=self.epoch,

@@ -265,8 +265,9 @@ async def turn_start(
     admission = Admission(
         kind=kind,
         turn_tokens=budgets.turn_tokens,
-        # The reserve is for operators' questions and investigations of critical signals.
-        reserve=critical if kind == "investigation" else not actor.startswith("peer:"),
+        # The reserve is for operators' questions and investigations of critical signals; a peer's
+        # turn and a follow-up Hermes runs on its own (watch/followups.py) leave it alone.
+        reserve=critical if kind == "investigation" else not actor.startswith("peer:") and origin != "followup",
         peer=peer,
     )
     hub = hub or tool_hub()

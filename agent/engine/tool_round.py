@@ -12,6 +12,9 @@ import dataclasses
 import logging
 import time
 from collections.abc import Callable
+from typing import Any
+
+from channels.db import database_sync_to_async
 
 from agent.conversation.events import PREVIEW_CHARS, Event, ToolResult
 from agent.conversation.history import synthetic_tool_results, tool_blocks_held
@@ -25,8 +28,10 @@ from agent.engine.prompt import unreachable_note
 from agent.engine.state import Block, TurnState
 from agent.engine.stop import StopRequest
 from agent.engine.truncation import tool_result_bound
+from agent.store.changes import ChangeRequest, change_record
 from agent.tools.config import oikos_server_name
 from agent.tools.hub import ListingsAhead, ToolHub, ToolSpec, UnreachableServer
+from agent.tools.provenance import tool_is_execution_request
 from common import metrics
 from common.logs import log_event
 
@@ -157,10 +162,27 @@ class ToolRound:
         self._result_emit(block, outcome, preview, truncated=bounded.truncated)
         if spec and not outcome.is_error:
             self._approval_emit(spec, block, outcome)
+            if tool_is_execution_request(server=spec.server, tool=spec.tool, oikos_server=oikos_server_name()):
+                await self._change_record(arguments, outcome, activity_id)
         result: Block = {"type": "tool_result", "tool_use_id": block["id"], "content": bounded.content}
         if outcome.is_error:
             result["is_error"] = True
         return result
+
+    async def _change_record(self, arguments: dict[str, Any], outcome: ToolOutcome, activity_id: int) -> None:
+        """An execution Oikos accepted goes on Hermes's record of changes (`agent.store.changes`):
+        its follow-up, undo and "what changed?" start there."""
+        request = ChangeRequest.of_result(
+            arguments=arguments,
+            structured=outcome.structured,
+            asked_by=self.state.actor,
+            session_id=self.state.session_id,
+            correlation_id=self.state.turn_id,
+            activity_id=activity_id,
+        )
+        if request is not None:
+            # Oikos has the execution: a Stop arriving now must not lose Hermes's record of it.
+            await asyncio.shield(database_sync_to_async(change_record)(request))
 
     def _approval_emit(self, spec: ToolSpec, block: Block, outcome: ToolOutcome) -> None:
         """A `request_execution` parked for an operator's approval becomes an `approval` event."""

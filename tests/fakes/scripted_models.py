@@ -114,15 +114,19 @@ class ExecutionRequester:
     chunk: int = 8
     delay: float = 0.0
     answers: list[str] = field(default_factory=list)
+    params: dict[str, Any] | None = None
 
     def __call__(self, request: dict[str, Any]) -> Reply:
         results = last_tool_results(request)
         if not results:
-            return Reply.tool_use(
-                offered_tool(request, "request_execution"),
-                {"target": self.target, "action": self.action, "reason": "asked by the operator"},
-                delay=self.delay,
-            )
+            arguments: dict[str, Any] = {
+                "target": self.target,
+                "action": self.action,
+                "reason": "asked by the operator",
+            }
+            if self.params:
+                arguments["params"] = self.params
+            return Reply.tool_use(offered_tool(request, "request_execution"), arguments, delay=self.delay)
         outcome = _json_objects(tool_result_text(results[0])) or {}
         if outcome.get("needs_approval"):
             answer = (
@@ -205,3 +209,78 @@ class RememberingModel:
     def _answer(self, answer: str) -> Reply:
         self.answers.append(answer)
         return Reply.text(answer, chunk=200)
+
+
+FOLLOWUP_BRIEF = "This is a follow-up Hermes runs on its own"
+_REQUESTED = re.compile(r"^- requested: (?P<action>\S+) of (?P<target>\S+)", re.MULTILINE)
+_OUTCOME = re.compile(r"^- outcome Oikos reported: (?P<outcome>.*)$", re.MULTILINE)
+
+
+def last_question(request: dict[str, Any]) -> str:
+    """The text of the newest user message that is a question (not tool results)."""
+    for message in reversed(request.get("messages", [])):
+        if message["role"] != "user":
+            continue
+        content = message["content"]
+        if isinstance(content, str):
+            return content
+        texts = [block["text"] for block in content if block.get("type") == "text"]
+        if texts:
+            return "\n".join(texts)
+    return ""
+
+
+def _brief_index(messages: list[dict[str, Any]]) -> int:
+    for index in range(len(messages) - 1, -1, -1):
+        content = messages[index]["content"]
+        texts = (
+            [content] if isinstance(content, str) else [b.get("text", "") for b in content if b.get("type") == "text"]
+        )
+        if messages[index]["role"] == "user" and any(FOLLOWUP_BRIEF in text for text in texts):
+            return index
+    raise AssertionError("no follow-up brief in the conversation")
+
+
+@dataclass
+class FollowUpChecker:
+    """Asks for an execution like `ExecutionRequester`; given a follow-up's brief, checks the target
+    the way a careful model does — its entity record, then what depends on it — and ends with the
+    verdict the record supports (leading with "not cleared" when it is, as the brief asks)."""
+
+    requester: ExecutionRequester
+    checked: list[str] = field(default_factory=list)
+
+    def __call__(self, request: dict[str, Any]) -> Reply:
+        question = last_question(request)
+        if FOLLOWUP_BRIEF not in question:
+            return self.requester(request)
+        requested = _REQUESTED.search(question)
+        outcome = _OUTCOME.search(question)
+        assert requested is not None and outcome is not None, question
+        target, said = requested["target"], outcome["outcome"]
+        # The follow-up's own tool calls come after its brief in the conversation.
+        since = request["messages"][_brief_index(request["messages"]) + 1 :]
+        calls = [b for m in since if m["role"] == "assistant" for b in m["content"] if b.get("type") == "tool_use"]
+        if said.startswith("failed"):
+            error = said.removeprefix("failed").strip(": ")
+            return Reply.text(
+                f"The {requested['action']} of `{target}` **failed**: {error}. Nothing was changed.\n\n"
+                f"Verdict: failed — {error}\nNext step: free space on the guest, then ask again."
+            )
+        if not calls:
+            return Reply.tool_use(offered_tool(request, "get_entity"), {"slug": target})
+        if len(calls) == 1:
+            self.checked.append(tool_result_text(last_tool_results(request)[0]))
+            return Reply.tool_use(offered_tool(request, "get_blast_radius"), {"slug": target})
+        entity = _json_objects(self.checked[-1]) or {}
+        health, reason = entity.get("health"), entity.get("health_reason")
+        if health == "healthy":
+            return Reply.text(
+                f"`{target}` is healthy again and answers its probes; nothing that depends on it reports trouble."
+                f"\n\nVerdict: cleared — {target} is healthy after the {requested['action']}"
+            )
+        return Reply.text(
+            f"Not cleared: `{target}` is {health} after the {requested['action']} ({reason}).\n\n"
+            f"Verdict: not cleared — {target} is {health}: {reason}\n"
+            "Next step: approve the rollback offered, then check again."
+        )

@@ -30,6 +30,10 @@ class RunningWatcher:
         self.task.cancel()
         await asyncio.gather(self.task, return_exceptions=True)
         await self.investigations_done()
+        following = list(self.watcher.followups)
+        for task in following:
+            task.cancel()
+        await asyncio.gather(*following, return_exceptions=True)
 
 
 @pytest.fixture

@@ -58,6 +58,12 @@ async def _watch(policy: TriggerPolicy, instance: Any) -> None:
     try:
         await terminated.wait()
         watching.cancel()
+        # Follow-ups stop where they are, still claimed: the next watcher to start runs each again
+        # (watch/followups.py `followups_recover`) instead of judging a turn cut off by this stop.
+        following = set(watcher.followups)
+        for task in following:
+            task.cancel()
+        await asyncio.gather(*following, return_exceptions=True)
         await turns_shutdown(reason="Hermes's watcher was stopped (SIGTERM) while investigating.")
         # Their escalations are stored as their turns end; one not yet started (a storm gathering)
         # is given up: its investigation stays open with no escalation.
