@@ -27,6 +27,7 @@ from agent.store.change_entries import (
     moment_parse,
     target_parse,
 )
+from agent.tools.config import mcp_servers_from_settings
 from agent.tools.context import ToolCallContext
 from agent.tools.local import LocalResult, LocalTool, OikosCaller
 
@@ -217,5 +218,9 @@ def _cut(text: str) -> str:
     return text if len(text) <= TEXT_MAX_CHARS else text[: TEXT_MAX_CHARS - 1] + "…"
 
 
-def changes_since_tool() -> ChangesSinceTool:
+def changes_since_tool() -> ChangesSinceTool | None:
+    """The tool, where an Oikos server is configured (None otherwise: Hermes asks for no changes
+    without one). Raises `MCPConfigError` on a bad server configuration, as the hub would."""
+    if not any(server.oikos for server in mcp_servers_from_settings()):
+        return None
     return ChangesSinceTool()
