@@ -69,8 +69,9 @@ class ChangesSinceTool(LocalTool):
         self._hub = hub
 
     def offered(self, context: ToolCallContext | None) -> bool:
-        """Only beside Oikos: without it Hermes asks for no changes, and has no history to merge."""
-        return self._hub is not None and self._hub.oikos_configured
+        """Only beside an Oikos whose tools are known: a turn that knows none of Oikos's tools is
+        told Oikos is unreachable, not offered a tool about it (tests/faults/test_oikos_down.py)."""
+        return self._hub is not None and self._hub.oikos_known
 
     async def call(self, arguments: dict[str, Any], context: ToolCallContext) -> LocalResult:
         unknown = sorted(set(arguments) - {"target", "since", "limit"})

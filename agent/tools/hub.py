@@ -305,8 +305,10 @@ class ToolHub:
         return outcome
 
     @property
-    def oikos_configured(self) -> bool:
-        return bool(self._oikos_server())
+    def oikos_known(self) -> bool:
+        """Whether Oikos is configured and its tools are known (listed now, or last time)."""
+        server = self._oikos_server()
+        return bool(server) and server in self._listed
 
     async def oikos_call(self, tool: str, arguments: dict[str, Any], *, context: ToolCallContext) -> ToolOutcome:
         """Call one of Oikos's tools by its real name (for built-in tools that read Oikos): an error
