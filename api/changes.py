@@ -8,6 +8,7 @@ decided, how it ended, the follow-up's verdict and the way back (`undo`, `undone
 
 from __future__ import annotations
 
+from typing import Any
 from urllib.parse import urlencode
 
 from channels.db import database_sync_to_async
@@ -25,6 +26,9 @@ from agent.store.change_entries import (
 )
 from api.errors import ApiError, api_view
 
+# Execution ids are Oikos's (`Change.execution_id` holds up to this many characters).
+BEFORE_MAX_CHARS = 100
+
 
 @api_view("GET")
 async def changes(request: HttpRequest) -> JsonResponse:
@@ -32,11 +36,11 @@ async def changes(request: HttpRequest) -> JsonResponse:
     try:
         filters = ChangeFilters(
             target=target_parse(params.get("target")),
-            since=moment_parse(params.get("since"), name="since"),
-            until=moment_parse(params.get("until"), name="until", end_of_day=True),
-            session_id=session_parse(params.get("session")),
-            limit=limit_parse(params.get("limit")),
-            before=(params.get("before") or "").strip()[:100],
+            since=moment_parse(_given(params, "since"), name="since"),
+            until=moment_parse(_given(params, "until"), name="until", end_of_day=True),
+            session_id=session_parse(_given(params, "session")),
+            limit=limit_parse(_given(params, "limit")),
+            before=_before(params.get("before")),
         )
     except FilterError as exc:
         raise ApiError(400, "invalid_parameter", str(exc)) from None
@@ -52,3 +56,20 @@ async def changes(request: HttpRequest) -> JsonResponse:
         kept = {name: params[name] for name in ("target", "since", "until", "session", "limit") if params.get(name)}
         following = f"{reverse('api:changes')}?{urlencode({**kept, 'before': page.next_before})}"
     return JsonResponse({"count": len(page.entries), "next": following, "changes": page.entries})
+
+
+def _given(params: Any, name: str) -> str | None:
+    """A parameter as sent: absent is None; present, it must be a value (`?since=` is not "no bound")."""
+    if name not in params:
+        return None
+    value = str(params.get(name))
+    if not value or value != value.strip():
+        raise FilterError(f"{name} must be a value without surrounding spaces, or left out; not {value[:40]!r}.")
+    return value
+
+
+def _before(raw: str | None) -> str:
+    value = raw or ""
+    if len(value) > BEFORE_MAX_CHARS:
+        raise FilterError(f"before must be an execution id of at most {BEFORE_MAX_CHARS} characters.")
+    return value

@@ -133,6 +133,8 @@ def test_pages_follow_next_to_the_oldest_keeping_the_filters(client: Client, his
         ({"limit": "0"}, "limit must be a whole number from 1 to 200"),
         ({"limit": "201"}, "limit must be"),
         ({"before": "exe-nowhere"}, "before must be the execution id of a listed change"),
+        ({"until": ""}, "until must be a value without surrounding spaces, or left out"),
+        ({"limit": ""}, "limit must be a value"),
     ],
 )
 def test_bad_filters_get_a_400_that_says_what_is_accepted(
