@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.urls import path
 
+from api.changes import changes
 from api.chat import chat
 from api.elicitations import elicitation_answer, elicitation_list
 from api.export import session_export_json, session_export_markdown
@@ -29,6 +30,7 @@ urlpatterns = [
     path("elicitations/<str:elicitation_id>", elicitation_answer, name="elicitation_answer"),
     path("query", query, name="query"),
     path("search", search, name="search"),
+    path("changes", changes, name="changes"),
     path("healthz", healthz, name="healthz"),
     path("openapi.json", openapi, name="openapi"),
 ]

@@ -23,7 +23,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from common import metrics
 from controlroom import fragments
 from controlroom.feeds import Page
-from controlroom.feeds.lists import ApprovalsFeed, InvestigationsFeed, SessionsFeed
+from controlroom.feeds.lists import ApprovalsFeed, ChangesFeed, InvestigationsFeed, SessionsFeed
 from controlroom.feeds.rail import RailFeed
 from controlroom.feeds.transcript import TranscriptFeed
 from controlroom.frames import frames_pack
@@ -39,9 +39,10 @@ Handler = Callable[[dict[str, Any]], Awaitable[None]]
 
 
 class ControlRoomConsumer(AsyncWebsocketConsumer):
-    """`/ws/ui/?session=<uuid>&turns=<n>&rail=1&sessions=1&approvals=1&investigations=1`: one
-    conversation (its latest `n` turns, a session page's count by default), the rail, the session
-    list, the approvals page's cards and the investigations page's list — each optional. Every
+    """`/ws/ui/?session=<uuid>&turns=<n>&rail=1&sessions=1&approvals=1&investigations=1&changes=1`:
+    one conversation (its latest `n` turns, a session page's count by default), the rail, the
+    session list, the approvals page's cards, the investigations page's list and the Changes
+    page's list — each optional. Every
     socket announces a new investigation."""
 
     page: Page
@@ -50,6 +51,7 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
     sessions: SessionsFeed | None
     approvals: ApprovalsFeed | None
     investigations: InvestigationsFeed | None
+    changes: ChangesFeed | None
     news: InvestigationFeed
 
     async def connect(self) -> None:
@@ -58,7 +60,9 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
             return
         query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
         asked = {
-            name for name in ("rail", "sessions", "approvals", "investigations") if query.get(name, [""])[0] == "1"
+            name
+            for name in ("rail", "sessions", "approvals", "investigations", "changes")
+            if query.get(name, [""])[0] == "1"
         }
         session_id = _uuid_or_none(query.get("session", [""])[0])
         # Every page follows Oikos (inline approval cards follow their execution); only the home
@@ -71,6 +75,7 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
         self.sessions = SessionsFeed(self.page, session_id=session_id) if "sessions" in asked else None
         self.approvals = ApprovalsFeed(self.page) if "approvals" in asked else None
         self.investigations = InvestigationsFeed() if "investigations" in asked else None
+        self.changes = ChangesFeed(self.page) if "changes" in asked else None
         await self.accept()
         metrics.websocket_opened()
         self.counted = True
@@ -112,6 +117,8 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
             table["sessions.changed"] = self._sessions_changed
         if self.approvals is not None:
             table["decisions.changed"] = self.approvals.decisions_changed
+        if self.changes is not None:
+            table["changes.changed"] = self.changes.changes_changed
         return table
 
     async def dispatch(self, message: dict[str, Any]) -> None:
@@ -129,7 +136,7 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
             await self.send(text_data=frame)
 
     def _groups(self) -> list[str]:
-        feeds = (self.transcript, self.sessions, self.rail, self.approvals)
+        feeds = (self.transcript, self.sessions, self.rail, self.approvals, self.changes)
         # A group two feeds listen to is joined once.
         return list(dict.fromkeys(group for feed in feeds if feed is not None for group in feed.groups))
 
@@ -145,6 +152,9 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
         forms = self.page.forms
         candidates = [*forms.inline_candidates(current, rail_shown), *(a for a in listed if a.decidable)]
         parts.append(forms.replace(candidates))
+        if self.changes is not None:
+            # What changed between the page's render and this socket joining its group.
+            parts.append(fragments.change_list_refresh())
         await self._send(parts)
 
     # --- news several feeds answer, in page order --------------------------------------------------

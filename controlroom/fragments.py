@@ -165,6 +165,12 @@ def investigation_list_refresh() -> str:
     return _render("investigation_refresh.html", {})
 
 
+def change_list_refresh() -> str:
+    """An element that, once swapped in, makes the Changes page fetch its list again with the
+    filters it shows."""
+    return _render("change_refresh.html", {})
+
+
 def escalation_replace(card: EscalationCard) -> str:
     return _render("escalation_card.html", {"escalation": card, "oob": True})
 

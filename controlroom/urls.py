@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from controlroom.views import approvals, chat, elicitations, investigations, pages, search, servers
+from controlroom.views import approvals, changes, chat, elicitations, investigations, pages, search, servers
 
 app_name = "controlroom"
 
@@ -23,6 +23,8 @@ urlpatterns = [
     path("approvals/decide/", approvals.decide, name="approval_decide"),
     path("elicitations/<uuid:elicitation_id>/", elicitations.answer, name="elicitation_answer"),
     path("proposals/<uuid:proposal_id>/decide/", approvals.proposal_decide, name="proposal_decide"),
+    path("changes/", changes.changes_view, name="changes"),
+    path("changes/list/", changes.changes_list_view, name="changes_list"),
     path("servers/", servers.servers_page, name="servers"),
     path("servers/callback/", servers.server_callback, name="server_callback"),
     path("servers/<str:name>/connect/", servers.server_connect, name="server_connect"),

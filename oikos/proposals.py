@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from channels.db import database_sync_to_async
 
 from agent import proposals
+from agent.broadcast import changes_changed_publish
 from agent.proposals import ProposalCard, ProposalDecided, ProposalNotFound
 from agent.store.changes import ChangeRequest, change_record, change_status
 from oikos.client import OikosClient, OikosError
@@ -77,6 +78,7 @@ async def _send(card: ProposalCard, *, operator: str) -> ProposalCard:
         )
         if request is not None:
             await database_sync_to_async(_change_record_approved)(request, operator=operator)
+            await changes_changed_publish(execution_id=request.execution_id, session_id=request.session_id)
     return await database_sync_to_async(proposals.proposal_outcome_record)(
         proposal_id=uuid.UUID(card.id), outcome=outcome
     )

@@ -16,6 +16,7 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 
+from agent.broadcast import changes_changed_publish
 from agent.conversation.events import PREVIEW_CHARS, Event, ToolResult
 from agent.conversation.history import synthetic_tool_results, tool_blocks_held
 from agent.conversation.outcomes import CUTOFF_TIME_LIMIT, Cutoff, ToolOutcome
@@ -183,6 +184,8 @@ class ToolRound:
         if request is not None:
             # Oikos has the execution: a Stop arriving now must not lose Hermes's record of it.
             await asyncio.shield(database_sync_to_async(change_record)(request))
+            # Pages listing changes show it (controlroom/feeds/lists.py).
+            await changes_changed_publish(execution_id=request.execution_id, session_id=request.session_id)
 
     def _approval_emit(self, spec: ToolSpec, block: Block, outcome: ToolOutcome) -> None:
         """A `request_execution` parked for an operator's approval becomes an `approval` event."""

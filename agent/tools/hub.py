@@ -131,6 +131,7 @@ class ToolHub:
             if tool.name in self._local:
                 raise ValueError(f"two built-in tools are named {tool.name!r}")
             self._local[tool.name] = tool
+            tool.hub_attach(self)
         self._names = ToolNameMap()
         # Per server: the connection generation the tools were listed on, and the tools. A server
         # that failed to list keeps its last known tools here under generation -1 (never current).
@@ -302,6 +303,27 @@ class ToolHub:
         if envelope is not None:
             outcome = envelope.outcome(outcome, server=config, tool=spec.tool)
         return outcome
+
+    @property
+    def oikos_known(self) -> bool:
+        """Whether Oikos is configured and its tools are known (listed now, or last time)."""
+        server = self._oikos_server()
+        return bool(server) and server in self._listed
+
+    async def oikos_call(self, tool: str, arguments: dict[str, Any], *, context: ToolCallContext) -> ToolOutcome:
+        """Call one of Oikos's tools by its real name (for built-in tools that read Oikos): an error
+        outcome when no Oikos server is configured or it has no such tool."""
+        started = time.monotonic()
+        server = self._oikos_server()
+        if not server:
+            return _failure("unknown_tool", "No Oikos server is configured.", started)
+        name = self._names.name_of(server, tool)
+        if name is None or name not in self._specs:
+            await self.list_tools()
+            name = self._names.name_of(server, tool)
+        if name is None:
+            return _failure("unknown_tool", f"Oikos ({server}) offers no tool {tool!r}.", started)
+        return await self.call(name, arguments, context=context)
 
     def _provenance_refusal(self, spec: ToolSpec, context: ToolCallContext) -> str:
         """Why this turn may not run `spec` ("" when it may): the same rule as the listing, so a

@@ -12,10 +12,13 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agent.tools.context import ToolCallContext
 from agent.tools.names import PREFIX, TOOL_NAME_PATTERN
+
+if TYPE_CHECKING:
+    from agent.conversation.outcomes import ToolOutcome
 
 # The `server` shown for built-in tools in events, the UI and the ledger.
 LOCAL_SERVER = "hermes"
@@ -35,6 +38,16 @@ class LocalResult:
         return cls(content=[{"type": "text", "text": text}], is_error=is_error, record=record or {"text": text})
 
 
+class OikosCaller(Protocol):
+    """What a built-in tool may ask of the hub it is listed on: a call of one of Oikos's tools,
+    with the hub's rules (the turn's provenance, redaction, metrics), as if the model had made it."""
+
+    @property
+    def oikos_known(self) -> bool: ...
+
+    async def oikos_call(self, tool: str, arguments: dict[str, Any], *, context: ToolCallContext) -> ToolOutcome: ...
+
+
 class LocalTool(ABC):
     """A tool implemented in Hermes. Subclasses set the class attributes and implement `call`."""
 
@@ -46,6 +59,10 @@ class LocalTool(ABC):
     def offered(self, context: ToolCallContext | None) -> bool:
         """Whether the model of a turn with this context should see the tool at all."""
         return True
+
+    def hub_attach(self, hub: OikosCaller) -> None:
+        """The hub this tool is listed on (each hub builds its own tools); most tools need nothing of it."""
+        return None
 
     def secret_values(self) -> frozenset[str]:
         """Configured secrets this tool holds (tokens), scrubbed like MCP headers."""

@@ -1,4 +1,5 @@
-"""The lists a page may keep current: its sessions, the approvals page's grid, the investigations."""
+"""The lists a page may keep current: its sessions, the approvals page's grid, the investigations,
+the changes."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 
-from agent.broadcast import SESSIONS_GROUP
+from agent.broadcast import CHANGES_GROUP, SESSIONS_GROUP
 from controlroom import fragments
 from controlroom.feeds import Page
 from oikos.approvals import DECISIONS_GROUP, approvals_listed
@@ -67,3 +68,16 @@ class InvestigationsFeed:
 
     def refresh(self) -> str:
         return fragments.investigation_list_refresh()
+
+
+class ChangesFeed:
+    """The Changes page's list, fetched again (with the page's filters) whenever Hermes's record of
+    an execution changes (`agent.broadcast.changes_changed_publish`)."""
+
+    groups = [CHANGES_GROUP]
+
+    def __init__(self, page: Page) -> None:
+        self.page = page
+
+    async def changes_changed(self, message: dict[str, Any]) -> None:
+        await self.page.send([fragments.change_list_refresh()])

@@ -18,7 +18,11 @@ from controlroom.views.context import DRAWER_SESSION_KEY, conversation_context, 
 
 
 def drawer_context(
-    request: HttpRequest, *, follow_sessions: bool = False, follow_investigations: bool = False
+    request: HttpRequest,
+    *,
+    follow_sessions: bool = False,
+    follow_investigations: bool = False,
+    follow_changes: bool = False,
 ) -> dict[str, Any]:
     """The chat drawer of a page other than home: the session last used in this browser."""
     try:
@@ -32,6 +36,7 @@ def drawer_context(
         place="drawer",
         follow_sessions=follow_sessions,
         follow_investigations=follow_investigations,
+        follow_changes=follow_changes,
     )
 
 

@@ -550,7 +550,8 @@ class TestToolHubPerLoop:
     ) -> None:
         mcp_config_file({"oikos": http_server_entry(mcp_http_server), "garra": stdio_server_entry()})
         servers = {spec.server for spec in await tool_hub().list_tools()}
-        assert servers == {"oikos", "garra"}
+        # "hermes": the built-in tools beside Oikos (changes_since).
+        assert servers == {"oikos", "garra", "hermes"}
 
     async def test_no_servers_configured_means_no_tools_and_error_outcomes(
         self, settings: Any, mcp_hub_cleanup: None

@@ -29,6 +29,11 @@ def tool_names(request: dict[str, Any]) -> list[str]:
     return [tool["name"] for tool in request.get("tools") or []]
 
 
+def oikos_tool_names(request: dict[str, Any]) -> list[str]:
+    """Oikos's tools offered (Hermes's built-in `changes_since` is offered beside them)."""
+    return [name for name in tool_names(request) if name.startswith("mcp__oikos__")]
+
+
 def system_text(request: dict[str, Any]) -> str:
     system = request["system"]
     return system if isinstance(system, str) else "\n".join(block["text"] for block in system)
@@ -60,7 +65,7 @@ async def test_oikos_stopped_between_two_turns_keeps_its_tools_and_says_it_is_do
     assert not llm.rejections
     request = llm.requests[first_requests].body
     assert holds_tool_blocks(request)  # the API would refuse this request without tools
-    assert len(tool_names(request)) == OIKOS_TOOL_COUNT and HEALTH in tool_names(request)
+    assert len(oikos_tool_names(request)) == OIKOS_TOOL_COUNT and HEALTH in tool_names(request)
     # The tool list and the persona keep their cache marks; the note is a block of its own after them.
     assert request["tools"][-1]["cache_control"] == {"type": "ephemeral"}
     persona, note = request["system"]
@@ -135,7 +140,7 @@ def test_a_fresh_process_with_oikos_down_offers_the_stored_tool_list(
     assert not fake_llm.rejections
     (request,) = [recorded.body for recorded in fake_llm.requests[before:]]
     assert holds_tool_blocks(request)
-    assert len(tool_names(request)) == OIKOS_TOOL_COUNT and HEALTH in tool_names(request)
+    assert len(oikos_tool_names(request)) == OIKOS_TOOL_COUNT and HEALTH in tool_names(request)
     note = system_text(request)
     assert "The MCP server `oikos` did not answer" in note and "listed as it last offered them" in note
     assert json_events(run)[-1]["status"] == "done"
