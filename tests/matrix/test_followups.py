@@ -44,9 +44,11 @@ def _followed_up(
     answer: str,
     status: str = "completed",
     error: str = "",
+    asked_by: str = "operator:alice",
     offer_undo: bool = False,
 ) -> None:
-    """An execution alice asked for and approved, finished, followed up by Hermes with `verdict`."""
+    """An execution asked for (by alice unless `asked_by` says who) and approved by alice, finished,
+    followed up by Hermes with `verdict`."""
     change_record(
         ChangeRequest(
             execution_id=execution_id,
@@ -57,7 +59,7 @@ def _followed_up(
             reason="asked in the thread",
             risk_class="reversible_low",
             status="approved",
-            asked_by="operator:alice",
+            asked_by=asked_by,
             session_id=session_id,
         )
     )
@@ -126,7 +128,7 @@ async def test_a_verdict_lands_once_in_the_thread_that_asked_even_across_a_resta
     assert "approval in the control room" in not_cleared.body
 
 
-async def test_a_failed_execution_says_so_with_oikos_error(room: Room, bridge_start) -> None:
+async def test_a_failed_execution_says_so_with_oikos_error_to_whoever_approved_it(room: Room, bridge_start) -> None:
     await bridge_start(poll_seconds=0.2)
     root = await room.alice.send(room.room_id, "deploy onto the full guest")
     session_id = await database_sync_to_async(_matrix_session)(room_id=room.room_id, root_event_id=root)
@@ -141,6 +143,7 @@ async def test_a_failed_execution_says_so_with_oikos_error(room: Room, bridge_st
         answer="Nothing changed on the guest: free some space on its disk, then ask again.",
         status="failed",
         error="no space left on device",
+        asked_by="agent:hermes",  # the session's own turn asked (an investigation's, say); alice approved
     )
     messages = await room.wait_for(lambda ms: bool(_starting(ms, "❌ Failed")), "the failure")
 
@@ -148,3 +151,5 @@ async def test_a_failed_execution_says_so_with_oikos_error(room: Room, bridge_st
     assert message.body.startswith("❌ Failed — deploy lxc:media: the deploy did not happen")
     assert "Oikos said: no space left on device" in message.body
     assert "The way back" not in message.body  # nothing happened, nothing to take back
+    assert "Approved by alice." in message.body and "Asked by" not in message.body
+    assert message.content["m.mentions"] == {"user_ids": [room.alice.user.user_id]}
