@@ -12,7 +12,8 @@ of them from the database, not from the watcher. Why:
 
 So, like the Oikos relay (`oikos.relay`), one feed per process, running while a control
 room is open there: it asks every `POLL_SECONDS` for investigations newer than the newest it knows,
-and for the state of the open ones it follows (state, times fired, escalation stored), one indexed query.
+and for the state of the open ones it follows (state, times fired, escalation stored, how the
+executions its session asked for went: a follow-up's verdict arrives after the turn), few indexed queries.
 What it finds goes to a group unique to this process, which only its consumers join, as plain
 data (`investigation.news`); each consumer renders it: a notice on every page, the session list and
 the investigations page refreshed, the escalation card of a session being read redrawn.
@@ -51,8 +52,8 @@ class InvestigationFeed:
         self._subscribers = 0
         self._task: asyncio.Task[None] | None = None
         self._stop_at: asyncio.TimerHandle | None = None
-        # id → (state, fired_count, escalated): what the pages were last told.
-        self._followed: dict[int, tuple[str, int, bool]] = {}
+        # id → (state, fired_count, escalated, actions): what the pages were last told.
+        self._followed: dict[int, tuple[str, int, bool, str]] = {}
         self._newest = -1
         self._seeding = asyncio.Lock()
 
@@ -124,7 +125,7 @@ class InvestigationFeed:
         newest = await database_sync_to_async(investigation_newest_id)()
         for news in await database_sync_to_async(investigations_open)(limit=FOLLOWED_MAX):
             if news.id <= newest:
-                self._follow(news, (news.state, news.fired_count, news.escalated))
+                self._follow(news, _signature(news))
         self._newest = newest
 
     async def _check(self) -> None:
@@ -132,7 +133,7 @@ class InvestigationFeed:
         opened: list[dict[str, Any]] = []
         changed: list[dict[str, Any]] = []
         for news in rows:
-            signature = (news.state, news.fired_count, news.escalated)
+            signature = _signature(news)
             if news.id > self._newest:
                 self._newest = news.id
                 opened.append(news.to_message())
@@ -144,15 +145,20 @@ class InvestigationFeed:
                 self.group, {"type": "investigation.news", "opened": opened, "changed": changed}
             )
 
-    def _follow(self, news: InvestigationNews, signature: tuple[str, int, bool]) -> None:
-        # An investigation still open may fire again, resolve or escalate; a closed one with its
-        # escalation stored will not change any more.
-        if news.state == "open" or (not news.escalated and news.state != "skipped"):
+    def _follow(self, news: InvestigationNews, signature: tuple[str, int, bool, str]) -> None:
+        # An investigation still open may fire again, resolve or escalate, and one whose action
+        # waits for its verdict may learn it; a closed one with its escalation stored and its
+        # actions settled will not change any more.
+        if news.state == "open" or news.acting or (not news.escalated and news.state != "skipped"):
             self._followed[news.id] = signature
         else:
             self._followed.pop(news.id, None)
         while len(self._followed) > FOLLOWED_MAX:
             self._followed.pop(min(self._followed))
+
+
+def _signature(news: InvestigationNews) -> tuple[str, int, bool, str]:
+    return (news.state, news.fired_count, news.escalated, news.actions)
 
 
 _feeds = LoopLocal(InvestigationFeed)

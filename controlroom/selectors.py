@@ -25,6 +25,7 @@ from agent.selectors import ContextInUse
 from oikos import selectors as oikos_selectors
 from oikos.card_context import target_facts
 from watch.models import Investigation
+from watch.selectors import ChangeLine, investigation_actions
 
 # The chat drawer, on every page but home, draws fewer: it is a side pane, and its turns would
 # otherwise be most of the ledger's and search's render time. "Open in full" has the rest.
@@ -91,6 +92,8 @@ class EscalationCard:
     proposals: list[dict[str, Any]] = field(default_factory=list)
     # What depends on the entity, as Oikos last told a card (`oikos.card_context`), drawn as a graph.
     blast_radius: list[dict[str, Any]] = field(default_factory=list)
+    # The executions its session asked Oikos for, and their follow-ups' verdicts.
+    changes: list[ChangeLine] = field(default_factory=list)
 
 
 def session_escalation(*, session_id: uuid.UUID) -> EscalationCard | None:
@@ -117,6 +120,7 @@ def session_escalation(*, session_id: uuid.UUID) -> EscalationCard | None:
         finished=bool(escalation),
         proposals=list(escalation.get("proposals", [])),
         blast_radius=_blast_radius_cached(investigation.entity),
+        changes=investigation_actions(session_ids=[session_id]).get(session_id, []),
     )
 
 

@@ -16,6 +16,8 @@ event in an allowlisted room decides what it is:
 
 Each proactive investigation (`manage.py watch`) is posted, once its escalation is stored, as a new
 thread of `HERMES_MATRIX_ESCALATION_ROOM`; replies there continue the investigation's session.
+The follow-up of an execution asked in a thread (the watcher checks it, in its own process) is
+posted in that thread once it has a verdict: a new message that leads with the verdict.
 
 Restarts: each event is claimed in the database before it is acted on (`MatrixEvent`), and the
 sync position is stored after each batch (`MatrixSync`). A restarted bridge resumes from that
@@ -51,7 +53,7 @@ from matrix.answer import QUIET_SECONDS, AnswerStream
 from matrix.cards import ApprovalCards
 from matrix.config import MatrixSettings
 from matrix.models import MatrixEvent
-from matrix.render import escalation_content, in_thread
+from matrix.render import escalation_content, followup_content, in_thread
 from matrix.sender import MatrixSendError, RoomSender
 from matrix.services import ThreadRef
 from matrix.timeline import room_timeline
@@ -62,7 +64,8 @@ Kind = MatrixEvent.Kind
 SYNC_TIMEOUT_MS = 30_000
 RETRY_FIRST_SECONDS = 1.0
 RETRY_MAX_SECONDS = 30.0
-ESCALATION_POLL_SECONDS = 5.0
+# How often the database is read for what the watcher wrote: escalations, follow-up verdicts.
+POLL_SECONDS = 5.0
 APPROVE = {"✅", "✔️", "👍"}
 DENY = {"❌", "✖️", "👎"}
 APPROVE_WORDS = {"approve", "approved", "yes, approve"}
@@ -91,7 +94,7 @@ class MatrixBridge:
         *,
         config: MatrixSettings,
         hub: ToolHub,
-        escalation_poll_seconds: float = ESCALATION_POLL_SECONDS,
+        poll_seconds: float = POLL_SECONDS,
         quiet_seconds: float = QUIET_SECONDS,
     ) -> None:
         self.config = config
@@ -110,7 +113,7 @@ class MatrixBridge:
         self.cards = ApprovalCards(self.sender)
         self.stats = BridgeStats()
         self.answers: set[asyncio.Task[None]] = set()
-        self.escalation_poll_seconds = escalation_poll_seconds
+        self.poll_seconds = poll_seconds
         # Set once the first sync after start-up has been handled (tests wait for it).
         self.ready = asyncio.Event()
         self._localpart = config.user_id[1:].split(":", 1)[0]
@@ -124,6 +127,7 @@ class MatrixBridge:
         """Sync forever, reconnecting with backoff (cancel to stop); Oikos is followed alongside."""
         following = asyncio.ensure_future(self.cards.follow())
         escalating = asyncio.ensure_future(self._escalations()) if self.config.escalation_room else None
+        following_up = asyncio.ensure_future(self._followups())
         try:
             await self._rooms_join()
             since = await database_sync_to_async(services.sync_position)(user_id=self.config.user_id)
@@ -147,10 +151,10 @@ class MatrixBridge:
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, RETRY_MAX_SECONDS)
         finally:
-            for task in (following, escalating):
-                if task is not None:
-                    task.cancel()
-            await asyncio.gather(*(t for t in (following, escalating) if t is not None), return_exceptions=True)
+            tasks = [task for task in (following, escalating, following_up) if task is not None]
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
 
     async def _sync(self, since: str) -> SyncResponse | None:
         try:
@@ -250,7 +254,7 @@ class MatrixBridge:
                 logger.warning("Could not post an escalation: %s", exc)
             except Exception:
                 logger.exception("Posting escalations failed")
-            await asyncio.sleep(self.escalation_poll_seconds)
+            await asyncio.sleep(self.poll_seconds)
 
     async def escalations_post(self) -> int:
         room_id = self.config.escalation_room
@@ -268,6 +272,64 @@ class MatrixBridge:
             )
             posted += 1
         return posted
+
+    # --- follow-ups ------------------------------------------------------------------------------
+
+    async def _followups(self) -> None:
+        """Post each verdict of a follow-up in the thread that asked for the execution (cancel to stop).
+
+        The watcher runs the follow-up turn and stores its verdict (`agent.models.Change`) in another
+        process: the database is polled. Each is claimed before it is posted, so it is posted once.
+        """
+        await self.ready.wait()
+        while True:
+            try:
+                await self.followups_post()
+            except MatrixSendError as exc:
+                logger.warning("Could not post a follow-up: %s", exc)
+            except Exception:
+                logger.exception("Posting follow-ups failed")
+            await asyncio.sleep(self.poll_seconds)
+
+    async def followups_post(self) -> int:
+        posted = 0
+        for post in await database_sync_to_async(selectors.followups_unposted)(user_id=self.config.user_id):
+            claimed = await database_sync_to_async(services.followup_claim)(
+                execution_id=post.execution_id, room_id=post.room_id
+            )
+            if not claimed:
+                continue
+            mention, asked = self._followup_people(post.asked_by, post.decided_by)
+            content = followup_content(
+                action=post.action,
+                target=post.target,
+                verdict=post.verdict,
+                detail=post.verdict_detail,
+                error=post.error,
+                answer=post.answer,
+                undo=post.undo,
+                asked=asked,
+            )
+            event_id = await self.sender.send(
+                post.room_id,
+                functools.partial(
+                    in_thread, content, root_event_id=post.root_event_id, reply_to=post.reply_to, mention=mention
+                ),
+            )
+            await database_sync_to_async(services.followup_posted)(execution_id=post.execution_id, event_id=event_id)
+            posted += 1
+        return posted
+
+    def _followup_people(self, asked_by: str, decided_by: str) -> tuple[str, str]:
+        """Whom the verdict is for (a Matrix user to mention: the operator who asked, else the one who
+        approved), and the line that says who asked and approved."""
+        users = {name: user for user, name in self.config.operators.items()}
+        kind, _, asker = asked_by.partition(":")
+        asker = asker if kind == "operator" else ""
+        mention = users.get(asker) or users.get(decided_by) or ""
+        parts = [f"asked by {asker}" if asker else "", f"approved by {decided_by}" if decided_by else ""]
+        line = ", ".join(part for part in parts if part)
+        return mention, (line[0].upper() + line[1:] + ".") if line else ""
 
     # --- one event ---------------------------------------------------------------------------------
 

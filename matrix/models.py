@@ -9,6 +9,7 @@ replays nor misses anything.
 - `MatrixThread`: one Matrix thread is one Hermes session.
 - `MatrixApprovalCard`: the approval card posted in a thread, edited as the execution goes on.
 - `MatrixEscalation`: an investigation's escalation posted as a thread of the escalation room.
+- `MatrixFollowUp`: the verdict of an execution's follow-up posted in the thread that asked for it.
 - `MatrixStranger`: a Matrix user who addressed Hermes without being an operator, told so once.
 """
 
@@ -17,7 +18,7 @@ from __future__ import annotations
 from django.db import models
 
 from agent.fields import RedactedJSONField, RedactedTextField
-from agent.models import AgentSession
+from agent.models import AgentSession, Change
 from watch.models import Investigation
 
 
@@ -110,6 +111,22 @@ class MatrixEscalation(models.Model):
 
     def __str__(self) -> str:
         return f"escalation of investigation {self.investigation_id}"
+
+
+class MatrixFollowUp(models.Model):
+    """The claim on posting an execution's follow-up in its session's thread (once per execution, ever)."""
+
+    change = models.OneToOneField(Change, on_delete=models.CASCADE, related_name="matrix_followup")
+    room_id = models.CharField(max_length=255)
+    # The follow-up's message in the thread ("" until it is posted).
+    event_id = models.CharField(max_length=255, blank=True)
+    posted_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "matrix_followups"
+
+    def __str__(self) -> str:
+        return f"follow-up of execution {self.change_id}"
 
 
 class MatrixStranger(models.Model):

@@ -186,3 +186,35 @@ def escalation_content(*, title: str, escalation: dict[str, Any]) -> dict[str, A
         ESCALATION_FOOTER,
     )
     return {"msgtype": "m.text", "body": plain, "format": HTML, "formatted_body": str(html)}
+
+
+# How a follow-up's message begins: the verdict, all a phone's notification may show.
+VERDICT_HEADS = {"cleared": "✅ Verified: cleared", "not_cleared": "⚠️ Not cleared", "failed": "❌ Failed"}
+
+
+def followup_content(
+    *, action: str, target: str, verdict: str, detail: str, error: str, answer: str, undo: str, asked: str
+) -> dict[str, Any]:
+    """The verdict of an execution's follow-up, as a new message in the thread that asked for it.
+
+    The body leads with the verdict and what was checked; then the follow-up turn's answer (model
+    text: rendered like an answer, never trusted as HTML), the way back when one waits for approval,
+    and who it is for.
+    """
+    head = f"{VERDICT_HEADS.get(verdict, verdict)} — {action} {target}".strip()
+    lead = f"{head}: {detail}" if detail else head
+    failure = f"Oikos said: {error}" if error and verdict == "failed" else ""
+    way_back = (
+        f"↩️ The way back is offered: {undo}. It waits for an operator's approval in the control room (Approvals)."
+        if undo
+        else ""
+    )
+    plain = "\n\n".join(part for part in (lead, failure, answer.strip(), way_back, asked) if part)
+    html = format_html("<p><strong>{}</strong>{}</p>", head, f": {detail}" if detail else "")
+    if failure:
+        html += format_html("<p>{}</p>", failure)
+    body_html = markdown_render(answer.strip()) if answer.strip() else ""
+    tail = format_html("<p>{}</p>", way_back) if way_back else ""
+    if asked:
+        tail += format_html("<p><em>{}</em></p>", asked)
+    return {"msgtype": "m.text", "body": plain, "format": HTML, "formatted_body": f"{html}{body_html}{tail}"}

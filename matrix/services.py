@@ -1,4 +1,5 @@
-"""The bridge's writes: claims, the sync position, threads and approval cards (see matrix/models.py)."""
+"""The bridge's writes: claims, the sync position, threads, approval cards, escalations and follow-ups
+(see matrix/models.py)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,12 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
+from agent.models import Change
 from matrix.models import (
     MatrixApprovalCard,
     MatrixEscalation,
     MatrixEvent,
+    MatrixFollowUp,
     MatrixStranger,
     MatrixSync,
     MatrixThread,
@@ -164,3 +167,18 @@ def escalation_posted(*, investigation_id: int, event_id: str, session_id: uuid.
         MatrixThread.objects.get_or_create(
             room_id=escalation.room_id, root_event_id=event_id, defaults={"session_id": session_id}
         )
+
+
+def followup_claim(*, execution_id: str, room_id: str) -> bool:
+    """Claim posting this execution's follow-up; False when it was claimed before (by any bridge)."""
+    try:
+        with transaction.atomic():
+            change = Change.objects.get(execution_id=execution_id)
+            MatrixFollowUp.objects.create(change=change, room_id=room_id)
+    except (IntegrityError, Change.DoesNotExist):
+        return False
+    return True
+
+
+def followup_posted(*, execution_id: str, event_id: str) -> None:
+    MatrixFollowUp.objects.filter(change__execution_id=execution_id).update(event_id=event_id)

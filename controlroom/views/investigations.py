@@ -30,10 +30,14 @@ def _listing(request: HttpRequest) -> dict[str, Any]:
         filters = selectors.InvestigationFilters(entity=data["entity"], state=data["state"], kind=data["kind"])
         page_number = data["page"] or 1
     chosen = {"entity": filters.entity, "state": filters.state, "kind": filters.kind}
+    page = selectors.investigations_page(filters=filters, page=page_number)
+    actions = selectors.investigation_actions(session_ids=[row.session_id for row in page if row.session_id])
     return {
         "form": form,
         "filters": filters,
-        "page": selectors.investigations_page(filters=filters, page=page_number),
+        "page": page,
+        # Each row with the executions its session asked for (and their verdicts).
+        "rows": [(row, actions.get(row.session_id, []) if row.session_id else []) for row in page],
         # The pager's links keep the filters.
         "filter_query": urlencode({key: value for key, value in chosen.items() if value}),
     }

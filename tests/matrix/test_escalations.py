@@ -28,7 +28,7 @@ async def test_an_investigation_becomes_a_thread_and_a_reply_continues_its_sessi
 ) -> None:
     settings.HERMES_MATRIX_ESCALATION_ROOM = room.room_id
     llm.responder = DegradedInvestigator()
-    await bridge_start(escalation_poll_seconds=0.2)
+    await bridge_start(poll_seconds=0.2)
     watcher = Watcher(hub=oikos_hub, policy=TriggerPolicy.from_settings(), storm_gather=0)
     watching = asyncio.get_running_loop().create_task(watcher.run())
     try:
