@@ -14,8 +14,9 @@ across every watcher (`changes.followup_claim`, one conditional update), and run
    to end with `Verdict: cleared|not cleared|failed — …`;
 4. the verdict is parsed from the turn's final answer (`verdict_parse`) and stored; a turn that
    gave none gets the conservative one (a failed execution failed; otherwise not cleared);
-5. a completed change Oikos can roll back (`changes.undo_for`) gets its rollback offered as a
-   proposal an operator approves (`agent.proposals.undo_propose`) — never run without it.
+5. a completed change Oikos can roll back (`changes.undo_for`) that did not clear gets its rollback
+   offered as a proposal an operator approves (`agent.proposals.undo_propose`) — never run without
+   it. One that cleared leaves no proposal waiting in the rail: its card's Undo button offers it.
 
 A follow-up that cannot run is marked skipped with the reason (no model, the budget is spent,
 the session stayed busy). One whose watcher died is run once more by the next watcher to start
@@ -222,7 +223,7 @@ def turn_answer(turn_id: uuid.UUID) -> tuple[str, str]:
 
 def followup_conclude(*, execution_id: str, turn_id: uuid.UUID) -> tuple[Change | None, bool]:
     """Store the verdict of the follow-up's ended turn; offer the rollback of a change that can be
-    undone. Returns the change and whether a proposal was opened."""
+    undone and did not clear. Returns the change and whether a proposal was opened."""
     change = changes.change_get(execution_id=execution_id)
     if change is None:
         return None, False
@@ -230,7 +231,12 @@ def followup_conclude(*, execution_id: str, turn_id: uuid.UUID) -> tuple[Change 
     found = verdict_derive(change, answer, status)
     change = changes.verdict_record(execution_id=execution_id, verdict=found.verdict, detail=found.detail)
     proposed = False
-    if change is not None and changes.undo_for(change) is not None and change.undo_proposal_id is None:
+    if (
+        change is not None
+        and change.verdict != Change.Verdict.CLEARED
+        and changes.undo_for(change) is not None
+        and change.undo_proposal_id is None
+    ):
         proposed = undo_propose(execution_id=execution_id, proposed_by=ACTOR, correlation_id=turn_id) is not None
         change.refresh_from_db()
     return change, proposed

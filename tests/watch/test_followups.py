@@ -143,6 +143,23 @@ async def test_a_deploy_onto_the_full_disk_fails_and_its_follow_up_says_failed_w
     assert await database_sync_to_async(Investigation.objects.count)() == 0
 
 
+async def test_a_deploy_that_cleared_leaves_no_rollback_waiting(
+    llm: FakeAnthropic, oikos_hub: ToolHub, oikos_settings: RunningSim, watcher_start
+) -> None:
+    llm.responder = FollowUpChecker(ExecutionRequester(target="service:gitea", action="deploy"))
+    await watcher_start(POLICY)
+
+    await ask("deploy gitea", oikos_hub)
+    parked = await database_sync_to_async(Change.objects.get)()
+    await _approve(oikos_settings, parked.approval_id)
+    change = await _followed_up()
+
+    assert (change.status, change.verdict) == ("completed", Change.Verdict.CLEARED)
+    # The card's Undo button still offers the way back; the rail is not asked to reject one.
+    assert change.undo_proposal_id is None
+    assert not await database_sync_to_async(Proposal.objects.exists)()
+
+
 async def test_a_deploy_that_leaves_gitea_degraded_is_not_cleared_and_offers_the_rollback(
     llm: FakeAnthropic, oikos_hub: ToolHub, oikos_settings: RunningSim, watcher_start
 ) -> None:
