@@ -28,6 +28,7 @@ from agent.conversation.events import (
     TurnStart,
 )
 from oikos.cards import CardContext, card_origin_of_turn
+from oikos.change_view import ChangeView
 
 ItemKind = Literal["text", "thinking", "tool", "approval", "elicitation", "notice"]
 
@@ -95,6 +96,9 @@ class ApprovalItem:
     # Oikos has been asked about this approval; a card still drawn from this record was not
     # confirmed (unknown to Oikos, or Oikos unreachable). Until then the card says it is checking.
     checked: bool = False
+    # Hermes's record of the execution (`oikos.change_view.ChangeView`) when loaded; the card
+    # fetches it itself otherwise.
+    record: ChangeView | None = None
 
     @classmethod
     def of(cls, raised: Approval) -> ApprovalItem:

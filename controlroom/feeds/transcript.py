@@ -16,7 +16,7 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 
-from agent.broadcast import session_group
+from agent.broadcast import CHANGES_GROUP, session_group
 from agent.conversation.events import Event, TurnStart, event_from_dict
 from agent.live import turn_registry
 from controlroom import fragments, selectors
@@ -50,7 +50,8 @@ class TranscriptFeed:
 
     @property
     def groups(self) -> list[str]:
-        return [session_group(self.session_id)] if self.session_id is not None else []
+        # The changes group: the follow-up of an execution this session asked for (`Page.record_changed`).
+        return [session_group(self.session_id), CHANGES_GROUP] if self.session_id is not None else []
 
     async def snapshot(self) -> tuple[list[str], dict[str, ApprovalState]]:
         """The transcript as stored, and what Oikos says of its approval cards; running turns are

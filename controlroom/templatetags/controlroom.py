@@ -79,6 +79,7 @@ for _dom_function in (
     dom.thinking_text_dom_id,
     dom.chip_dom_id,
     dom.approval_dom_class,
+    dom.change_dom_class,
     dom.decide_form_dom_id,
     dom.elicitation_dom_id,
     dom.proposal_dom_id,
@@ -157,3 +158,18 @@ def blast_graph(entries: Any, target: str) -> SafeString | None:
     """An approval card's blast radius (`TargetFacts.blast_radius`) drawn as a tree under `target`."""
     graph = blast_graph_svg(target=str(target), entries=entries or [])
     return mark_safe(graph) if graph else None  # built by common.svg, which escapes every text
+
+
+@register.filter
+def chip_execution_id(item: Any) -> str:
+    """The execution a finished `request_execution` chip started without an approval card (it ran
+    at once); "" for any other chip, and for one parked for approval (its card shows the record)."""
+    if getattr(item, "tool", "") != "request_execution" or not getattr(item, "done", False) or item.is_error:
+        return ""
+    try:
+        result = json.loads(item.result)
+    except (TypeError, ValueError):
+        return ""
+    if not isinstance(result, dict) or result.get("needs_approval") is True or result.get("status") == "proposed":
+        return ""
+    return str(result.get("execution_id") or "")
