@@ -112,7 +112,7 @@ async def execution_record(request: HttpRequest, execution_id: str) -> HttpRespo
 
 
 @require_POST
-async def execution_undo(request: HtmxHttpRequest, execution_id: str) -> HttpResponse:
+async def execution_undo(request: HtmxHttpRequest) -> HttpResponse:
     """Offer the way back from a finished execution as a proposal, as the signed-in operator.
 
     Nothing is sent to Oikos here: the proposal waits on the rail and the approvals page, and only
@@ -123,6 +123,8 @@ async def execution_undo(request: HtmxHttpRequest, execution_id: str) -> HttpRes
         message = "Offering an undo needs an operator identity."
         refusal_note(request, "no_operator", message)
         return HttpResponseForbidden(message)
+    # The form's own field (filled by controlroom.js) and, without scripts, the button's value.
+    execution_id = next((value for value in request.POST.getlist("execution_id") if value), "")[:100]
     card = await database_sync_to_async(undo_propose)(execution_id=execution_id, proposed_by=operator)
     record = await database_sync_to_async(change_view_get)(execution_id)
     if card is None or record is None:

@@ -129,7 +129,7 @@ def test_only_a_completed_deploy_offers_undo_then_says_offered_then_undone(clien
     assert 'class="change-undo"' not in _record_html(client, "deploy-failed")
     assert 'class="change-undo"' not in _record_html(client, "restart-ok")
 
-    response = client.post("/ui/executions/deploy-ok/undo/", headers=HTMX)
+    response = client.post("/ui/executions/undo/", {"execution_id": "deploy-ok"}, headers=HTMX)
     assert response.status_code == 200
     proposal = Proposal.objects.get()
     assert f'<a class="change-undo-link" href="/ui/approvals/#proposal-{proposal.id}">' in response.content.decode()
@@ -157,8 +157,8 @@ def test_only_a_completed_deploy_offers_undo_then_says_offered_then_undone(clien
 
 def test_undo_is_refused_for_what_cannot_be_rolled_back(client: Client) -> None:
     _finished("restart-ok", action="restart")
-    assert client.post("/ui/executions/restart-ok/undo/", headers=HTMX).status_code == 400
-    assert client.post("/ui/executions/nowhere/undo/", headers=HTMX).status_code == 400
+    assert client.post("/ui/executions/undo/", {"execution_id": "restart-ok"}, headers=HTMX).status_code == 400
+    assert client.post("/ui/executions/undo/", {"execution_id": "nowhere"}, headers=HTMX).status_code == 400
     assert not Proposal.objects.exists()
 
 
@@ -168,8 +168,8 @@ async def test_the_undo_button_opens_a_proposal_and_nothing_reaches_oikos(
     await database_sync_to_async(_finished)("deploy-ok", action="deploy")
     before = set(oikos_settings.state.desk.executions)
 
-    first = await AsyncClient().post("/ui/executions/deploy-ok/undo/", headers=HTMX)
-    second = await AsyncClient().post("/ui/executions/deploy-ok/undo/", headers=HTMX)
+    first = await AsyncClient().post("/ui/executions/undo/", {"execution_id": "deploy-ok"}, headers=HTMX)
+    second = await AsyncClient().post("/ui/executions/undo/", {"execution_id": "deploy-ok"}, headers=HTMX)
 
     assert first.status_code == second.status_code == 200
     (proposal,) = [p async for p in Proposal.objects.all()]
