@@ -176,6 +176,7 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
             return
         record = await self.page.record_changed(execution_id)
         if record is not None:
+            self.transcript.record_note(record)
             await self._send([fragments.change_record(record, oob=True)])
 
     async def _sessions_changed(self, message: dict[str, Any]) -> None:

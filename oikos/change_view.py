@@ -8,8 +8,10 @@ Templates draw it with `controlroom/partials/change_verdict.html`.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from agent.models import Change
 from agent.store.changes import FINISHED, undo_for
@@ -144,3 +146,17 @@ def change_views(execution_ids: Iterable[str]) -> dict[str, ChangeView]:
 def change_view_get(execution_id: str) -> ChangeView | None:
     return change_views([execution_id]).get(execution_id)
 
+
+
+def chip_execution_id(item: Any) -> str:
+    """The execution a finished `request_execution` tool call started without an approval card (it
+    ran at once): "" for any other call, and for one parked for approval (its card shows the record)."""
+    if getattr(item, "tool", "") != "request_execution" or not getattr(item, "done", False) or item.is_error:
+        return ""
+    try:
+        result = json.loads(item.result)
+    except (TypeError, ValueError):
+        return ""
+    if not isinstance(result, dict) or result.get("needs_approval") is True or result.get("status") == "proposed":
+        return ""
+    return str(result.get("execution_id") or "")

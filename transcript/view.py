@@ -69,6 +69,8 @@ class ToolItem:
     # `ok`, `error`, or `unknown`: cut off in flight (Stop, a time limit, a crash), it may have run.
     state: str = ""
     kind: ItemKind = "tool"
+    # Hermes's record of the execution a `request_execution` started without approval, when loaded.
+    record: ChangeView | None = None
 
     @property
     def outcome_unknown(self) -> bool:

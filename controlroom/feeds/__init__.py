@@ -16,10 +16,10 @@ from channels.db import database_sync_to_async
 
 from controlroom import fragments
 from oikos.approvals import approvals_confirmed
-from oikos.change_view import ChangeView, change_view_get, change_views
+from oikos.change_view import ChangeView, change_view_get, change_views, chip_execution_id
 from oikos.rail import ApprovalState
 from oikos.relay import OikosRelay
-from transcript.view import ApprovalItem, Change, TurnView
+from transcript.view import ApprovalItem, Change, ToolItem, TurnView
 
 Send = Callable[[list[str]], Awaitable[None]]
 Approval = ApprovalState | ApprovalItem
@@ -91,6 +91,21 @@ class Page:
         records = await database_sync_to_async(change_views)(a.execution_id for a in finished)
         for approval in finished:
             approval.record = records.get(approval.execution_id, approval.record)
+
+    async def chips_load(self, views: Iterable[TurnView]) -> None:
+        """Hermes's record on the chips of executions that ran without approval (the transcript has
+        htmx disabled: a chip cannot fetch it itself)."""
+        chips = [
+            (item, execution_id)
+            for view in views
+            for item in view.items
+            if isinstance(item, ToolItem) and (execution_id := chip_execution_id(item))
+        ]
+        if not chips:
+            return
+        records = await database_sync_to_async(change_views)(execution_id for _, execution_id in chips)
+        for item, execution_id in chips:
+            item.record = records.get(execution_id, item.record)
 
     async def record_changed(self, execution_id: str) -> ChangeView | None:
         """Hermes's record of an execution changed: read again, kept on the cards of it this process

@@ -19,6 +19,7 @@ from common import dom
 from common.charts import chart_for_result
 from common.dependency_graph import blast_graph as blast_graph_svg
 from common.markdown import markdown_render
+from oikos import change_view
 
 register = template.Library()
 
@@ -160,16 +161,8 @@ def blast_graph(entries: Any, target: str) -> SafeString | None:
     return mark_safe(graph) if graph else None  # built by common.svg, which escapes every text
 
 
+
 @register.filter
 def chip_execution_id(item: Any) -> str:
-    """The execution a finished `request_execution` chip started without an approval card (it ran
-    at once); "" for any other chip, and for one parked for approval (its card shows the record)."""
-    if getattr(item, "tool", "") != "request_execution" or not getattr(item, "done", False) or item.is_error:
-        return ""
-    try:
-        result = json.loads(item.result)
-    except (TypeError, ValueError):
-        return ""
-    if not isinstance(result, dict) or result.get("needs_approval") is True or result.get("status") == "proposed":
-        return ""
-    return str(result.get("execution_id") or "")
+    """The execution a `request_execution` chip started at once, without an approval card ("" for any other chip)."""
+    return change_view.chip_execution_id(item)

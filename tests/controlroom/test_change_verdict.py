@@ -11,6 +11,7 @@ import pytest
 from channels.db import database_sync_to_async
 from channels.layers import BaseChannelLayer
 from django.test import AsyncClient, Client
+from django.template.loader import render_to_string
 from django.utils import timezone
 
 from agent.broadcast import changes_changed_publish
@@ -26,11 +27,13 @@ from agent.store.changes import (
 )
 from common.dom import change_dom_class
 from controlroom import fragments
+from controlroom.feeds import Page
 from oikos.change_view import change_view_get
 from oikos.rail import ApprovalState
+from oikos.relay import oikos_relay
 from oikos_sim.server import RunningSim
 from tests.controlroom.conftest import Connect
-from transcript.view import ToolItem
+from transcript.view import ToolItem, TurnView
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -193,10 +196,8 @@ def test_an_approval_card_shows_the_record_it_carries_or_fetches_it_once_drawn()
     assert "change-record" not in fragments.approval_cards_replace([pending])
 
 
-def _chip(result: dict[str, object]) -> str:
-    from django.template.loader import render_to_string
-
-    item = ToolItem(
+def _chip_item(result: dict[str, object]) -> ToolItem:
+    return ToolItem(
         tool_use_id="toolu_1",
         name="oikos__request_execution",
         server="oikos",
@@ -205,6 +206,16 @@ def _chip(result: dict[str, object]) -> str:
         done=True,
         result=json.dumps(result),
     )
+
+
+def _chip_view(turn_id: uuid.UUID, result: dict[str, object]) -> TurnView:
+    view = TurnView(turn_id=str(turn_id), session_id=str(uuid.uuid4()), question="restart sonarr", status="done")
+    view.items.append(_chip_item(result))
+    return view
+
+
+def _chip(result: dict[str, object]) -> str:
+    item = _chip_item(result)
     return render_to_string(
         "controlroom/partials/tool_chip.html", {"item": item, "turn": {"turn_id": str(uuid.uuid4())}, "oob": ""}
     )
@@ -240,3 +251,20 @@ async def test_a_page_showing_the_session_redraws_the_record_when_it_changes(
     assert "verified: cleared" in frame
     # The other session's record is not this page's business.
     assert change_dom_class("x-2") not in frames.text()
+
+
+async def test_the_chip_of_an_execution_that_ran_at_once_carries_its_verdict_into_the_page(
+    memory_layer: BaseChannelLayer,
+) -> None:
+    session = await database_sync_to_async(_session)()
+    await database_sync_to_async(_finished)("x-1", session=session)
+    turn = await database_sync_to_async(_verdict)("x-1", "cleared", session)
+    view = _chip_view(turn.id, {"execution_id": "x-1", "status": "running", "needs_approval": False})
+    async def send(parts: list[str]) -> None:
+        return None
+
+    page = Page(channel_name="test", relay=oikos_relay(), send=send)
+    await page.chips_load([view])
+    html = fragments.turn_html(view, {})
+
+    assert '<p class="change-verdict verdict-cleared">verified: cleared 40 s after' in html
