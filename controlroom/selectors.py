@@ -24,6 +24,7 @@ from agent.models import Activity, AgentSession, Turn
 from agent.selectors import ContextInUse
 from oikos import selectors as oikos_selectors
 from oikos.card_context import target_facts
+from oikos.change_view import ChangeView, change_views_of_calls
 from watch.models import Investigation
 
 # The chat drawer, on every page but home, draws fewer: it is a side pane, and its turns would
@@ -260,6 +261,8 @@ class LedgerPage:
     older_than: int | None
     # The id to pass as `newer_than` for the previous, newer page; None on the newest page.
     newer_than: int | None
+    # Hermes's record of the executions the page's `request_execution` calls started, by row id.
+    records: dict[int, ChangeView] = field(default_factory=dict)
 
 
 def ledger_page(
@@ -310,6 +313,8 @@ def ledger_page(
         rows.reverse()
     if not rows:
         return LedgerPage(calls=[], older_than=None, newer_than=None)
+    # The executions these calls started: their status and verdict (`oikos.change_view`).
+    records = change_views_of_calls(row.pk for row in rows if row.tool == "request_execution")
     if newest_first:
         older, newer = beyond, cursor is not None
     else:
@@ -318,6 +323,7 @@ def ledger_page(
         calls=rows,
         older_than=rows[-1].pk if older else None,
         newer_than=rows[0].pk if newer else None,
+        records=records,
     )
 
 

@@ -134,7 +134,21 @@ def change_views(execution_ids: Iterable[str]) -> dict[str, ChangeView]:
     wanted = {execution_id for execution_id in execution_ids if execution_id}
     if not wanted:
         return {}
-    rows = list(Change.objects.filter(execution_id__in=wanted).select_related("undo_of"))
+    return _views(Change.objects.filter(execution_id__in=wanted))
+
+
+def change_views_of_calls(activity_ids: Iterable[int]) -> dict[int, ChangeView]:
+    """The records of the executions these ledger rows (`request_execution` calls) started, by row id."""
+    wanted = set(activity_ids)
+    if not wanted:
+        return {}
+    rows = Change.objects.filter(activity_id__in=wanted)
+    by_execution = dict(rows.values_list("execution_id", "activity_id"))
+    return {by_execution[execution_id]: view for execution_id, view in _views(rows).items()}
+
+
+def _views(query: Any) -> dict[str, ChangeView]:
+    rows = list(query.select_related("undo_of"))
     undone = dict(
         Change.objects.filter(undo_of__in=[row.pk for row in rows])
         .order_by("requested_at")

@@ -166,3 +166,9 @@ def blast_graph(entries: Any, target: str) -> SafeString | None:
 def chip_execution_id(item: Any) -> str:
     """The execution a `request_execution` chip started at once, without an approval card ("" for any other chip)."""
     return change_view.chip_execution_id(item)
+
+
+@register.filter
+def record_of(call: Any, records: dict[int, Any] | None) -> Any:
+    """Hermes's record of the execution a ledger row started (`LedgerPage.records`), or None."""
+    return (records or {}).get(getattr(call, "pk", None))

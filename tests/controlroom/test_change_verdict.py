@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from agent.broadcast import changes_changed_publish
 from agent.models import AgentSession, Change, Proposal, Turn
+from agent.store import ledger
 from agent.store.changes import (
     ChangeRequest,
     change_record,
@@ -44,7 +45,9 @@ def _session() -> AgentSession:
     return AgentSession.objects.create(actor="operator:test", title="restarts")
 
 
-def _change(execution_id: str, *, action: str = "restart", session: AgentSession | None = None) -> Change:
+def _change(
+    execution_id: str, *, action: str = "restart", session: AgentSession | None = None, activity_id: int | None = None
+) -> Change:
     return change_record(
         ChangeRequest(
             execution_id=execution_id,
@@ -57,6 +60,7 @@ def _change(execution_id: str, *, action: str = "restart", session: AgentSession
             status="running",
             asked_by="operator:alice",
             session_id=session.id if session else None,
+            activity_id=activity_id,
         )
     )
 
@@ -268,3 +272,30 @@ async def test_the_chip_of_an_execution_that_ran_at_once_carries_its_verdict_int
     html = fragments.turn_html(view, {})
 
     assert '<p class="change-verdict verdict-cleared">verified: cleared 40 s after' in html
+
+
+def test_the_ledger_row_of_a_request_execution_shows_its_status_and_verdict(client: Client) -> None:
+    session = _session()
+    call = ledger.activity_record(
+        call=ledger.LedgerCall(
+            correlation_id=uuid.uuid4(),
+            session_id=session.id,
+            actor="operator:test",
+            tool_use_id="toolu_1",
+            server="oikos",
+            tool="request_execution",
+            arguments={"target": "service:sonarr", "action": "restart"},
+            started_at=timezone.now(),
+        ),
+        result={"execution_id": "x-1"},
+        is_error=False,
+        duration_ms=5,
+    )
+    _finished("x-1", session=session, activity_id=call)
+    turn = _verdict("x-1", "not_cleared", session)
+
+    html = client.get("/ui/ledger/").content.decode()
+
+    assert "<code>x-1</code> completed · " in html
+    assert "verified not cleared 40 s after" in html
+    assert f'href="/ui/s/{session.id}/#turn-{turn.id}"' in html
