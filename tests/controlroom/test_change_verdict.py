@@ -77,6 +77,10 @@ def _verdict(execution_id: str, verdict: str, session: AgentSession) -> Turn:
     assert followup_claim(execution_id=execution_id, instance=None) is not None
     followup_started(execution_id=execution_id, turn_id=turn.id)
     verdict_record(execution_id=execution_id, verdict=verdict, detail="sonarr answers its probe")
+    # Forty seconds after the execution ended, whatever the machine's speed.
+    change = Change.objects.get(execution_id=execution_id)
+    assert change.finished_at is not None
+    Change.objects.filter(pk=change.pk).update(verdict_at=change.finished_at + datetime.timedelta(seconds=40))
     return turn
 
 
