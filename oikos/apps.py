@@ -9,3 +9,8 @@ class OikosConfig(AppConfig):
     name = "oikos"
     verbose_name = "Oikos"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from oikos.metrics import executions_collector_register
+
+        executions_collector_register()

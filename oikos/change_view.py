@@ -13,6 +13,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from django.db.models import Count
+
 from agent.models import Change
 from agent.store.changes import FINISHED, undo_for
 from common import dom
@@ -174,3 +176,22 @@ def chip_execution_id(item: Any) -> str:
     if not isinstance(result, dict) or result.get("needs_approval") is True or result.get("status") == "proposed":
         return ""
     return str(result.get("execution_id") or "")
+
+
+# The verdict label of an execution whose follow-up has not given one (`oikos.metrics`).
+FOLLOWUP_VERDICTS = {
+    Change.FollowUp.PENDING: "pending",
+    Change.FollowUp.CLAIMED: "checking",
+    Change.FollowUp.SKIPPED: "unchecked",
+    Change.FollowUp.DONE: "unknown",
+}
+
+
+def change_counts() -> dict[tuple[str, str], int]:
+    """How many executions Hermes asked for, by (verdict, Oikos's status): one grouped query."""
+    counts: dict[tuple[str, str], int] = {}
+    rows = Change.objects.order_by().values_list("verdict", "followup", "status").annotate(count=Count("id"))
+    for verdict, followup, status, count in rows:
+        key = (verdict or FOLLOWUP_VERDICTS.get(followup, followup), status or "unknown")
+        counts[key] = counts.get(key, 0) + count
+    return counts

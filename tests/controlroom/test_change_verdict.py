@@ -303,3 +303,28 @@ def test_the_ledger_row_of_a_request_execution_shows_its_status_and_verdict(clie
     assert "<code>x-1</code> completed · " in html
     assert "verified not cleared 40 s after" in html
     assert f'href="/ui/s/{session.id}/#turn-{turn.id}"' in html
+
+
+def test_metrics_count_executions_by_verdict_and_status(client: Client) -> None:
+    session = _session()
+    for execution_id in ("c-1", "c-2", "n-1"):
+        _finished(execution_id, session=session)
+    _verdict("c-1", "cleared", session)
+    _verdict("c-2", "cleared", session)
+    _verdict("n-1", "not_cleared", session)
+    _finished("f-1", status="failed")
+    _verdict("f-1", "failed", session)
+    _finished("k-1")
+    followup_claim(execution_id="k-1", instance=None)
+    _finished("s-1")
+    followup_skip(execution_id="s-1", reason="no model configured")
+    _change("r-1")
+
+    metrics = client.get("/metrics").content.decode()
+
+    assert 'hermes_executions{status="completed",verdict="cleared"} 2.0' in metrics
+    assert 'hermes_executions{status="completed",verdict="not_cleared"} 1.0' in metrics
+    assert 'hermes_executions{status="failed",verdict="failed"} 1.0' in metrics
+    assert 'hermes_executions{status="completed",verdict="checking"} 1.0' in metrics
+    assert 'hermes_executions{status="completed",verdict="unchecked"} 1.0' in metrics
+    assert 'hermes_executions{status="running",verdict="pending"} 1.0' in metrics
