@@ -175,9 +175,15 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
         if not execution_id or not (mine or self.rail is not None):
             return
         record = await self.page.record_changed(execution_id)
-        if record is not None:
-            self.transcript.record_note(record)
-            await self._send([fragments.change_record(record, oob=True)])
+        if record is None:
+            return
+        self.transcript.record_note(record)
+        parts = [fragments.change_record(record, oob=True)]
+        if mine:
+            # An investigation's card says what its action came to.
+            escalation, _ = await self.transcript.escalation_changed([{"session_id": record.session_id, "escalated": False}])
+            parts.extend(escalation)
+        await self._send(parts)
 
     async def _sessions_changed(self, message: dict[str, Any]) -> None:
         """A turn started or ended somewhere: the session list fetched again, the rail's spend redrawn."""

@@ -24,7 +24,7 @@ from agent.models import Activity, AgentSession, Turn
 from agent.selectors import ContextInUse
 from oikos import selectors as oikos_selectors
 from oikos.card_context import target_facts
-from oikos.change_view import ChangeView, change_views_of_calls
+from oikos.change_view import ChangeView, change_views_of_calls, session_change_views
 from watch.models import Investigation
 
 # The chat drawer, on every page but home, draws fewer: it is a side pane, and its turns would
@@ -92,6 +92,8 @@ class EscalationCard:
     proposals: list[dict[str, Any]] = field(default_factory=list)
     # What depends on the entity, as Oikos last told a card (`oikos.card_context`), drawn as a graph.
     blast_radius: list[dict[str, Any]] = field(default_factory=list)
+    # The executions the investigation's session asked for, and what their follow-ups found.
+    changes: list[ChangeView] = field(default_factory=list)
 
 
 def session_escalation(*, session_id: uuid.UUID) -> EscalationCard | None:
@@ -118,6 +120,7 @@ def session_escalation(*, session_id: uuid.UUID) -> EscalationCard | None:
         finished=bool(escalation),
         proposals=list(escalation.get("proposals", [])),
         blast_radius=_blast_radius_cached(investigation.entity),
+        changes=session_change_views([session_id]).get(str(session_id), []),
     )
 
 

@@ -195,3 +195,15 @@ def change_counts() -> dict[tuple[str, str], int]:
         key = (verdict or FOLLOWUP_VERDICTS.get(followup, followup), status or "unknown")
         counts[key] = counts.get(key, 0) + count
     return counts
+
+
+def session_change_views(session_ids: Iterable[Any]) -> dict[str, list[ChangeView]]:
+    """The executions each of these sessions asked for, oldest first, by session id (as text)."""
+    wanted = {session_id for session_id in session_ids if session_id}
+    if not wanted:
+        return {}
+    rows = Change.objects.filter(session_id__in=wanted).order_by("requested_at", "id")
+    by_session: dict[str, list[ChangeView]] = {}
+    for view in _views(rows).values():
+        by_session.setdefault(view.session_id, []).append(view)
+    return by_session

@@ -172,3 +172,9 @@ def chip_execution_id(item: Any) -> str:
 def record_of(call: Any, records: dict[int, Any] | None) -> Any:
     """Hermes's record of the execution a ledger row started (`LedgerPage.records`), or None."""
     return (records or {}).get(getattr(call, "pk", None))
+
+
+@register.filter
+def changes_of(session_id: Any, changes: dict[str, Any] | None) -> Any:
+    """The executions a session asked for (`oikos.change_view.session_change_views`)."""
+    return (changes or {}).get(str(session_id or ""), [])

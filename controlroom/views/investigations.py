@@ -17,6 +17,7 @@ from django.views.decorators.http import require_GET
 from controlroom.forms import InvestigationFilterForm
 from controlroom.identity import operator_name
 from controlroom.views.pages import around_page
+from oikos.change_view import session_change_views
 from watch import selectors
 from watch.models import Investigation
 
@@ -30,10 +31,13 @@ def _listing(request: HttpRequest) -> dict[str, Any]:
         filters = selectors.InvestigationFilters(entity=data["entity"], state=data["state"], kind=data["kind"])
         page_number = data["page"] or 1
     chosen = {"entity": filters.entity, "state": filters.state, "kind": filters.kind}
+    page = selectors.investigations_page(filters=filters, page=page_number)
     return {
         "form": form,
         "filters": filters,
-        "page": selectors.investigations_page(filters=filters, page=page_number),
+        "page": page,
+        # What the actions each investigation's session asked for came to (`oikos.change_view`).
+        "changes": session_change_views(investigation.session_id for investigation in page),
         # The pager's links keep the filters.
         "filter_query": urlencode({key: value for key, value in chosen.items() if value}),
     }

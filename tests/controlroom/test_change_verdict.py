@@ -328,3 +328,29 @@ def test_metrics_count_executions_by_verdict_and_status(client: Client) -> None:
     assert 'hermes_executions{status="completed",verdict="checking"} 1.0' in metrics
     assert 'hermes_executions{status="completed",verdict="unchecked"} 1.0' in metrics
     assert 'hermes_executions{status="running",verdict="pending"} 1.0' in metrics
+
+
+def test_an_investigation_whose_action_cleared_it_says_so_on_its_card_and_in_the_list(client: Client) -> None:
+    from watch.models import Investigation
+
+    session = _session()
+    Investigation.objects.create(
+        session=session,
+        entity="service:sonarr",
+        kind="http_timeout",
+        severity="warning",
+        title="warning: http_timeout on service:sonarr",
+        first_event_id="7",
+        event={"id": "7", "type": "signal.fired"},
+        escalation={"summary": "sonarr times out"},
+    )
+    _finished("x-1", session=session)
+    turn = _verdict("x-1", "cleared", session)
+
+    listing = client.get("/ui/investigations/").content.decode()
+    page = client.get(f"/ui/s/{session.id}/").content.decode()
+
+    said = "action cleared it: restart <code>service:sonarr</code>, verified cleared"
+    assert said in listing
+    assert said in page.split('id="escalation-card"', 1)[1]
+    assert f'href="/ui/s/{session.id}/#turn-{turn.id}"' in listing
