@@ -178,10 +178,12 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
         if record is None:
             return
         self.transcript.record_note(record)
-        parts = [fragments.change_record(record, oob=True)]
+        parts: list[str] = [fragments.change_record(record, oob=True)]
         if mine:
             # An investigation's card says what its action came to.
-            escalation, _ = await self.transcript.escalation_changed([{"session_id": record.session_id, "escalated": False}])
+            escalation, _ = await self.transcript.escalation_changed(
+                [{"session_id": record.session_id, "escalated": False}]
+            )
             parts.extend(escalation)
         await self._send(parts)
 

@@ -19,7 +19,7 @@ from agent.models import Change
 from agent.store.changes import FINISHED, undo_for
 from common import dom
 
-VERDICT_WORDS = {
+VERDICT_WORDS: dict[str, str] = {
     Change.Verdict.CLEARED: "cleared",
     Change.Verdict.NOT_CLEARED: "not cleared",
     Change.Verdict.FAILED: "failed",
@@ -62,7 +62,7 @@ class ChangeView:
 
     @property
     def after(self) -> str:
-        """"40 s", "3 min", "2 h": how long after the execution ended the verdict came."""
+        """ "40 s", "3 min", "2 h": how long after the execution ended the verdict came."""
         if self.seconds_after is None:
             return ""
         seconds = self.seconds_after
@@ -145,8 +145,14 @@ def change_views_of_calls(activity_ids: Iterable[int]) -> dict[int, ChangeView]:
     if not wanted:
         return {}
     rows = Change.objects.filter(activity_id__in=wanted)
-    by_execution = dict(rows.values_list("execution_id", "activity_id"))
-    return {by_execution[execution_id]: view for execution_id, view in _views(rows).items()}
+    by_execution: dict[str, int] = {
+        execution_id: activity_id
+        for execution_id, activity_id in rows.values_list("execution_id", "activity_id")
+        if activity_id is not None
+    }
+    return {
+        by_execution[execution_id]: view for execution_id, view in _views(rows).items() if execution_id in by_execution
+    }
 
 
 def _views(query: Any) -> dict[str, ChangeView]:
@@ -161,7 +167,6 @@ def _views(query: Any) -> dict[str, ChangeView]:
 
 def change_view_get(execution_id: str) -> ChangeView | None:
     return change_views([execution_id]).get(execution_id)
-
 
 
 def chip_execution_id(item: Any) -> str:

@@ -244,7 +244,7 @@ class TranscriptFeed:
             await self._redraw(self.turns[view.turn_id])
 
     def record_note(self, record: ChangeView) -> None:
-        """Hermes's record of an execution changed: the chips of it in this page's turns keep it for their next redraw."""
+        """Hermes's record of an execution changed: its chips in this page's turns keep it for their next redraw."""
         for sync in self.turns.values():
             for item in sync.view.items if sync.view is not None else []:
                 if isinstance(item, ToolItem) and chip_execution_id(item) == record.execution_id:

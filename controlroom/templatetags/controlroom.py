@@ -161,7 +161,6 @@ def blast_graph(entries: Any, target: str) -> SafeString | None:
     return mark_safe(graph) if graph else None  # built by common.svg, which escapes every text
 
 
-
 @register.filter
 def chip_execution_id(item: Any) -> str:
     """The execution a `request_execution` chip started at once, without an approval card ("" for any other chip)."""
@@ -171,7 +170,7 @@ def chip_execution_id(item: Any) -> str:
 @register.filter
 def record_of(call: Any, records: dict[int, Any] | None) -> Any:
     """Hermes's record of the execution a ledger row started (`LedgerPage.records`), or None."""
-    return (records or {}).get(getattr(call, "pk", None))
+    return (records or {}).get(int(getattr(call, "pk", 0) or 0))
 
 
 @register.filter

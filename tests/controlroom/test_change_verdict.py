@@ -10,8 +10,8 @@ import uuid
 import pytest
 from channels.db import database_sync_to_async
 from channels.layers import BaseChannelLayer
-from django.test import AsyncClient, Client
 from django.template.loader import render_to_string
+from django.test import AsyncClient, Client
 from django.utils import timezone
 
 from agent.broadcast import changes_changed_publish
@@ -268,6 +268,7 @@ async def test_the_chip_of_an_execution_that_ran_at_once_carries_its_verdict_int
     await database_sync_to_async(_finished)("x-1", session=session)
     turn = await database_sync_to_async(_verdict)("x-1", "cleared", session)
     view = _chip_view(turn.id, {"execution_id": "x-1", "status": "running", "needs_approval": False})
+
     async def send(parts: list[str]) -> None:
         return None
 

@@ -123,4 +123,6 @@ def test_undo_opens_a_proposal_and_only_its_approval_reaches_oikos(page: Watched
 
 def _rollbacks(stack: Stack) -> int:
     executions = stack.oikos.state.desk.executions.values()
-    return sum(1 for execution in executions if execution.action == "rollback" and execution.target == "service:jellyfin")
+    return sum(
+        1 for execution in executions if execution.action == "rollback" and execution.target == "service:jellyfin"
+    )
