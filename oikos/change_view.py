@@ -212,3 +212,9 @@ def session_change_views(session_ids: Iterable[Any]) -> dict[str, list[ChangeVie
     for view in _views(rows).values():
         by_session.setdefault(view.session_id, []).append(view)
     return by_session
+
+
+def undo_offered_as(proposal_id: Any) -> ChangeView | None:
+    """The change whose undo this proposal offers (`agent.store.changes.undo_offered`), if any."""
+    execution_id = Change.objects.filter(undo_proposal_id=proposal_id).values_list("execution_id", flat=True).first()
+    return change_view_get(execution_id) if execution_id else None

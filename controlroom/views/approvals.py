@@ -24,7 +24,7 @@ from controlroom.identity import operator_name
 from controlroom.views.context import DRAWER_SESSION_KEY, HtmxHttpRequest, conversation_context, redirect_back
 from oikos import selectors as oikos_selectors
 from oikos.approvals import approval_decide, approvals_listed
-from oikos.change_view import change_view_get
+from oikos.change_view import change_view_get, undo_offered_as
 from oikos.models import ApprovalDecision
 from oikos.proposals import proposal_settle
 from oikos.rail import ApprovalState
@@ -96,6 +96,10 @@ async def proposal_decide(request: HtmxHttpRequest, proposal_id: uuid.UUID) -> H
     result = await proposal_settle(proposal_id=proposal_id, approve=decision == "approve", operator=operator)
     if result.card is None:
         return HttpResponseNotFound(result.notice)
+    undone = await database_sync_to_async(undo_offered_as)(proposal_id)
+    if undone is not None:
+        # The undo of a change was decided: its cards say "undone by …" once the rollback is on record.
+        await changes_changed_publish(execution_id=undone.execution_id, session_id=undone.session_id or None)
     if not request.htmx:
         return redirect_back(request, "controlroom:approvals")
     return HttpResponse(fragments.proposal_card(result.card, notice=result.notice))

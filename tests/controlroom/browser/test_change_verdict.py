@@ -118,6 +118,8 @@ def test_undo_opens_a_proposal_and_only_its_approval_reaches_oikos(page: Watched
     proposal.get_by_role("button", name="Approve").click()
     # Approved, it goes to Oikos (and leaves the rail's pending proposals).
     poll(lambda: _rollbacks(stack) == rollbacks_before + 1)
+    # The deploy's card says it was undone, by the rollback's execution.
+    expect(card.locator(".change-undone")).to_contain_text(re.compile(r"undone by exe-\d+"))
     page.assert_clean()
 
 
