@@ -51,6 +51,12 @@ def approval_dom_class(approval_id: str) -> str:
     return f"apr-{dom_key(approval_id)}"
 
 
+def change_dom_class(execution_id: str) -> str:
+    """Every drawing of one execution's record (a card, a chip) carries this class, so one swap
+    redraws them all (`oikos.change_view`)."""
+    return f"chg-{dom_key(execution_id)}"
+
+
 def decide_form_dom_id(approval_id: str, decision: str) -> str:
     if decision not in ("approve", "deny"):
         raise ValueError(f"unknown decision {decision!r}")

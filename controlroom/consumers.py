@@ -117,8 +117,8 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
             table["sessions.changed"] = self._sessions_changed
         if self.approvals is not None:
             table["decisions.changed"] = self.approvals.decisions_changed
-        if self.changes is not None:
-            table["changes.changed"] = self.changes.changes_changed
+        if self.changes is not None or self.rail is not None or self.transcript.session_id is not None:
+            table["changes.changed"] = self._changes_changed
         return table
 
     async def dispatch(self, message: dict[str, Any]) -> None:
@@ -162,6 +162,10 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
     async def _rail_update(self, message: dict[str, Any]) -> None:
         """Oikos changed: the rail, the cards of the changed approvals in this page's turns, the grid."""
         approval_ids = list(message.get("approvals", []))
+        state = self.page.relay.state
+        changed = [state.approvals[approval_id] for approval_id in approval_ids if approval_id in state.approvals]
+        # A card whose execution just finished shows Hermes's record of it (its follow-up starts).
+        await self.page.records_load([*changed, *(self.rail.approvals_shown() if self.rail is not None else [])])
         parts = self.rail.rail_parts() if self.rail is not None else []
         parts.extend(self.transcript.approvals_changed(approval_ids))
         if self.rail is not None:
@@ -170,6 +174,29 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
             parts.extend(await self.approvals.approvals_changed(approval_ids))
         if parts:
             await self._send(parts)
+
+    async def _changes_changed(self, message: dict[str, Any]) -> None:
+        """Hermes's record of an execution changed (its follow-up, verdict, undo): every drawing of it
+        in this page redrawn — for a page showing its session, or the rail; the Changes page's list
+        fetched again."""
+        if self.changes is not None:
+            await self.changes.changes_changed(message)
+        execution_id = str(message.get("execution_id") or "")
+        mine = bool(message.get("session_id")) and message.get("session_id") == str(self.transcript.session_id or "")
+        if not execution_id or not (mine or self.rail is not None):
+            return
+        record = await self.page.record_changed(execution_id)
+        if record is None:
+            return
+        self.transcript.record_note(record)
+        parts: list[str] = [fragments.change_record(record, oob=True)]
+        if mine:
+            # An investigation's card says what its action came to.
+            escalation, _ = await self.transcript.escalation_changed(
+                [{"session_id": record.session_id, "escalated": False}]
+            )
+            parts.extend(escalation)
+        await self._send(parts)
 
     async def _sessions_changed(self, message: dict[str, Any]) -> None:
         """A turn started or ended somewhere: the session list fetched again, the rail's spend redrawn."""

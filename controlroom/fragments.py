@@ -18,6 +18,7 @@ from django.utils.safestring import SafeString, mark_safe
 from common import dom
 from controlroom.frames import frame_fits
 from controlroom.selectors import EscalationCard
+from oikos.change_view import ChangeView
 from oikos.rail import ApprovalState, RailState
 from transcript.view import ApprovalItem, Change, Item, TextItem, ThinkingItem, TurnView
 
@@ -130,6 +131,11 @@ def approval_cards_replace(approvals: Iterable[ApprovalState | ApprovalItem], *,
         )
         for approval in approvals
     )
+
+
+def change_record(record: ChangeView, *, oob: bool = False) -> SafeString:
+    """Hermes's record of one execution; `oob` redraws every drawing of it in the page (cards, chips)."""
+    return _render("change_verdict.html", {"record": record, "oob": oob})
 
 
 def session_list_refresh(*, current: str) -> str:

@@ -24,8 +24,8 @@ from agent.models import Activity, AgentSession, Turn
 from agent.selectors import ContextInUse
 from oikos import selectors as oikos_selectors
 from oikos.card_context import target_facts
+from oikos.change_view import ChangeView, change_views_of_calls, session_change_views
 from watch.models import Investigation
-from watch.selectors import ChangeLine, investigation_actions
 
 # The chat drawer, on every page but home, draws fewer: it is a side pane, and its turns would
 # otherwise be most of the ledger's and search's render time. "Open in full" has the rest.
@@ -92,8 +92,8 @@ class EscalationCard:
     proposals: list[dict[str, Any]] = field(default_factory=list)
     # What depends on the entity, as Oikos last told a card (`oikos.card_context`), drawn as a graph.
     blast_radius: list[dict[str, Any]] = field(default_factory=list)
-    # The executions its session asked Oikos for, and their follow-ups' verdicts.
-    changes: list[ChangeLine] = field(default_factory=list)
+    # The executions the investigation's session asked for, and what their follow-ups found.
+    changes: list[ChangeView] = field(default_factory=list)
 
 
 def session_escalation(*, session_id: uuid.UUID) -> EscalationCard | None:
@@ -120,7 +120,7 @@ def session_escalation(*, session_id: uuid.UUID) -> EscalationCard | None:
         finished=bool(escalation),
         proposals=list(escalation.get("proposals", [])),
         blast_radius=_blast_radius_cached(investigation.entity),
-        changes=investigation_actions(session_ids=[session_id]).get(session_id, []),
+        changes=session_change_views([session_id]).get(str(session_id), []),
     )
 
 
@@ -264,6 +264,8 @@ class LedgerPage:
     older_than: int | None
     # The id to pass as `newer_than` for the previous, newer page; None on the newest page.
     newer_than: int | None
+    # Hermes's record of the executions the page's `request_execution` calls started, by row id.
+    records: dict[int, ChangeView] = field(default_factory=dict)
 
 
 def ledger_page(
@@ -314,6 +316,8 @@ def ledger_page(
         rows.reverse()
     if not rows:
         return LedgerPage(calls=[], older_than=None, newer_than=None)
+    # The executions these calls started: their status and verdict (`oikos.change_view`).
+    records = change_views_of_calls(row.pk for row in rows if row.tool == "request_execution")
     if newest_first:
         older, newer = beyond, cursor is not None
     else:
@@ -322,6 +326,7 @@ def ledger_page(
         calls=rows,
         older_than=rows[-1].pk if older else None,
         newer_than=rows[0].pk if newer else None,
+        records=records,
     )
 
 

@@ -16,3 +16,7 @@ class OikosConfig(AppConfig):
         from oikos.changes_tool import changes_since_tool
 
         local_tool_register("changes_since", changes_since_tool)
+
+        from oikos.metrics import executions_collector_register
+
+        executions_collector_register()

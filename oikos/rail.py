@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from oikos.cards import CardContext
+from oikos.change_view import ChangeView
 from oikos.client import OikosEvent
 
 RECENT_EVENTS = 30
@@ -45,6 +46,9 @@ class ApprovalState:
     changed_at: float = field(default_factory=time.monotonic)
     # Why it was asked, where, and what is at stake (`oikos.card_context`); None until loaded.
     context: CardContext | None = None
+    # Hermes's record of the execution once it finished (`oikos.change_view`); loaded by the pages
+    # that draw the card, which fetches it itself when it is not.
+    record: ChangeView | None = None
 
     @property
     def pending(self) -> bool:

@@ -25,6 +25,7 @@ from typing import Any
 from agent.engine.approvals import REQUEST_EXECUTION
 from agent.models import AgentSession, Proposal, Turn
 from agent.tools.config import oikos_server_name
+from oikos.change_view import ChangeView, change_views
 from oikos.models import ApprovalDecision
 from transcript.selectors import session_turn_views
 from transcript.view import ApprovalItem, NoticeItem, TextItem, ToolItem
@@ -83,6 +84,44 @@ class StepFact:
 
 
 @dataclass(frozen=True)
+class RecordFact:
+    """Hermes's record of an execution (`oikos.change_view`): how it ended, what its follow-up found,
+    and the way back."""
+
+    status: str
+    # pending | claimed (checking) | done | skipped (`followup_note` says why)
+    followup: str
+    followup_note: str
+    # The follow-up turn, in the same session; "" until it started.
+    followup_turn_id: str
+    # cleared | not_cleared | failed; "" until the follow-up ends.
+    verdict: str
+    verdict_detail: str
+    # From the end of the execution to the verdict.
+    verified_after_seconds: int | None
+    # The rollback proposal offered, and the execution that undid this one.
+    undo_proposal_id: str
+    undone_by: str
+    # The line the note writes ("verified cleared 40 s after · undo offered").
+    summary: str
+
+    @classmethod
+    def of(cls, record: ChangeView) -> RecordFact:
+        return cls(
+            status=record.status,
+            followup=record.followup,
+            followup_note=record.followup_note,
+            followup_turn_id=record.followup_turn_id,
+            verdict=record.verdict,
+            verdict_detail=record.verdict_detail,
+            verified_after_seconds=record.seconds_after,
+            undo_proposal_id=record.undo_proposal_id,
+            undone_by=record.undone_by,
+            summary=record.summary(),
+        )
+
+
+@dataclass(frozen=True)
 class ActionFact:
     """An execution the session asked Oikos for (or proposed in Hermes), and what became of it."""
 
@@ -102,6 +141,8 @@ class ActionFact:
     execution_id: str = ""
     proposal_id: str = ""
     correlation_id: uuid.UUID | None = None
+    # Hermes's record of the execution, when it has one.
+    record: RecordFact | None = None
 
 
 @dataclass(frozen=True)
@@ -221,6 +262,7 @@ def session_export(*, session_id: uuid.UUID) -> SessionExport | None:
     actions = [
         action for view in views for action in _actions(view.items, turns[uuid.UUID(view.turn_id)], decisions, proposed)
     ]
+    actions = _actions_recorded(actions)
     usage: dict[str, int] = {}
     for fact in facts:
         for key, value in fact.usage.items():
@@ -340,6 +382,21 @@ def _action_requested(
                 detail=last.reason,
             )
     return action
+
+
+def _actions_recorded(actions: list[ActionFact]) -> list[ActionFact]:
+    """The actions with Hermes's record of their executions: how each ended (the record hears
+    Oikos's events after the turn is over), its follow-up's verdict and its undo."""
+    records = change_views(action.execution_id for action in actions)
+    recorded: list[ActionFact] = []
+    for action in actions:
+        record = records.get(action.execution_id)
+        if record is None:
+            recorded.append(action)
+            continue
+        status = record.status if record.finished else action.status
+        recorded.append(replace(action, status=status, record=RecordFact.of(record)))
+    return recorded
 
 
 def _action_followed(action: ActionFact, said: dict[str, Any]) -> ActionFact:

@@ -125,7 +125,23 @@ def _action_line(action: ActionFact) -> str:
     ]
     line += f" ({', '.join(ids)})" if ids else ""
     detail = action.detail.strip().rstrip(".")
-    return line + (f" — {inline(detail)}" if detail else "") + "."
+    line += f" — {inline(detail)}" if detail else ""
+    return line + _record_line(action) + "."
+
+
+def _record_line(action: ActionFact) -> str:
+    """What Hermes's record adds: " — verified cleared 40 s after (follow-up turn `…`) · undo offered"."""
+    record = action.record
+    if record is None or not record.summary:
+        return ""
+    line = f" — {inline(record.summary)}"
+    if record.followup_turn_id:
+        line += f" (follow-up turn {code_span(record.followup_turn_id)})"
+    if record.verdict_detail:
+        line += f": {inline(record.verdict_detail.strip().rstrip('.'))}"
+    if record.undo_proposal_id and not record.undone_by:
+        line += f" (undo proposal {code_span(record.undo_proposal_id)})"
+    return line
 
 
 def _escalation(escalation: EscalationFact) -> list[str]:

@@ -28,6 +28,7 @@ from agent.conversation.events import (
     TurnStart,
 )
 from oikos.cards import CardContext, card_origin_of_turn
+from oikos.change_view import ChangeView
 
 ItemKind = Literal["text", "thinking", "tool", "approval", "elicitation", "notice"]
 
@@ -68,6 +69,8 @@ class ToolItem:
     # `ok`, `error`, or `unknown`: cut off in flight (Stop, a time limit, a crash), it may have run.
     state: str = ""
     kind: ItemKind = "tool"
+    # Hermes's record of the execution a `request_execution` started without approval, when loaded.
+    record: ChangeView | None = None
 
     @property
     def outcome_unknown(self) -> bool:
@@ -95,6 +98,9 @@ class ApprovalItem:
     # Oikos has been asked about this approval; a card still drawn from this record was not
     # confirmed (unknown to Oikos, or Oikos unreachable). Until then the card says it is checking.
     checked: bool = False
+    # Hermes's record of the execution (`oikos.change_view.ChangeView`) when loaded; the card
+    # fetches it itself otherwise.
+    record: ChangeView | None = None
 
     @classmethod
     def of(cls, raised: Approval) -> ApprovalItem:

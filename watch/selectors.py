@@ -13,7 +13,7 @@ from django.utils.dateparse import parse_datetime
 
 from agent import presence
 from agent.models import Change, Instance
-from agent.store.changes import FINISHED
+from oikos.change_view import session_change_views
 from watch.models import Investigation, WatchedEvent
 
 
@@ -113,8 +113,9 @@ class InvestigationNews:
     state: str
     fired_count: int
     escalated: bool
-    # How its actions stand ("restart service:sonarr: verified: cleared"), and whether one of them
-    # still waits for its outcome or its follow-up's verdict (it may change without the state changing).
+    # How its actions stand (`oikos.change_view`: status, follow-up, verdict of each, as one string
+    # that changes when any of them does), and whether one of them still waits for its outcome or
+    # its follow-up's verdict (it may change without the state changing).
     actions: str = ""
     acting: bool = False
 
@@ -148,10 +149,10 @@ def investigations_open(*, limit: int) -> list[InvestigationNews]:
 
 
 def _news(rows: list[Investigation]) -> list[InvestigationNews]:
-    actions = investigation_actions(session_ids=[row.session_id for row in rows if row.session_id])
+    actions = session_change_views(row.session_id for row in rows)
     news = []
     for row in rows:
-        lines = actions.get(row.session_id, []) if row.session_id else []
+        views = actions.get(str(row.session_id), []) if row.session_id else []
         news.append(
             InvestigationNews(
                 id=row.pk,
@@ -160,72 +161,17 @@ def _news(rows: list[Investigation]) -> list[InvestigationNews]:
                 state=row.state,
                 fired_count=row.fired_count,
                 escalated=bool(row.escalation),
-                actions="; ".join(f"{line.action} {line.target}: {line.outcome}" for line in lines),
-                acting=any(not line.settled for line in lines),
+                actions="; ".join(
+                    f"{view.action} {view.target}: {view.status} {view.followup} {view.verdict}" for view in views
+                ),
+                acting=any(view.followup not in SETTLED for view in views),
             )
         )
     return news
 
 
-# --- what an investigation's session asked Oikos to do, and how it went -----------------------------
-
-# A follow-up in these states will not change the line any more.
+# A follow-up in these states will not change how an action reads any more.
 SETTLED = (Change.FollowUp.DONE, Change.FollowUp.SKIPPED)
-
-
-@dataclass(frozen=True)
-class ChangeLine:
-    """One execution an investigation's session asked for, as its card and its row show it."""
-
-    execution_id: str
-    session_id: str
-    action: str
-    target: str
-    # Where it stands, in words: "verified: cleared", "checking…", "not checked: <why>", …
-    outcome: str
-    verdict: str
-    detail: str
-    # The follow-up turn that checked it ("" when none ran), for a link to it.
-    followup_turn_id: str
-    settled: bool
-
-
-def investigation_actions(*, session_ids: list[uuid.UUID]) -> dict[uuid.UUID, list[ChangeLine]]:
-    """The executions each of these sessions asked for, oldest first."""
-    lines: dict[uuid.UUID, list[ChangeLine]] = {}
-    for change in Change.objects.filter(session_id__in=session_ids).order_by("requested_at", "id"):
-        assert change.session_id is not None
-        lines.setdefault(change.session_id, []).append(_change_line(change))
-    return lines
-
-
-def _change_line(change: Change) -> ChangeLine:
-    return ChangeLine(
-        execution_id=change.execution_id,
-        session_id=str(change.session_id),
-        action=change.action,
-        target=change.target,
-        outcome=change_outcome(change),
-        verdict=change.verdict,
-        detail=change.verdict_detail if change.verdict else "",
-        followup_turn_id=str(change.followup_turn_id or ""),
-        settled=change.followup in SETTLED,
-    )
-
-
-def change_outcome(change: Change) -> str:
-    """How an execution went, as far as Hermes knows: its follow-up's verdict once there is one."""
-    if change.verdict:
-        return f"verified: {str(Change.Verdict(change.verdict).label).lower()}"
-    if change.followup == Change.FollowUp.SKIPPED:
-        return f"not checked: {change.followup_note}" if change.followup_note else "not checked"
-    if change.followup == Change.FollowUp.CLAIMED:
-        return "checking…"
-    if change.status in FINISHED:
-        return f"{change.status}, to be checked"
-    if change.status == "proposed":
-        return "waiting for approval"
-    return change.status or "requested"
 
 
 def investigation_newest_id() -> int:

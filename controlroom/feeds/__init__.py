@@ -12,11 +12,14 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 
+from channels.db import database_sync_to_async
+
 from controlroom import fragments
 from oikos.approvals import approvals_confirmed
+from oikos.change_view import ChangeView, change_view_get, change_views, chip_execution_id
 from oikos.rail import ApprovalState
 from oikos.relay import OikosRelay
-from transcript.view import ApprovalItem, Change, TurnView
+from transcript.view import ApprovalItem, Change, ToolItem, TurnView
 
 Send = Callable[[list[str]], Awaitable[None]]
 Approval = ApprovalState | ApprovalItem
@@ -73,5 +76,45 @@ class Page:
     forms: ApprovalForms = field(default_factory=ApprovalForms)
 
     async def approvals_current(self, items: Iterable[ApprovalItem]) -> dict[str, ApprovalState]:
-        """What Oikos says of these cards now (the relay's state, else its REST API)."""
-        return await approvals_confirmed(items, relay=self.relay)
+        """What Oikos says of these cards now (the relay's state, else its REST API), with Hermes's
+        record of each execution that finished."""
+        items = list(items)
+        current = await approvals_confirmed(items, relay=self.relay)
+        await self.records_load([*items, *current.values()])
+        return current
+
+    async def records_load(self, approvals: Iterable[Approval]) -> None:
+        """Hermes's record of the finished executions of these cards, on the cards (`oikos.change_view`)."""
+        finished = [a for a in approvals if a.execution_id and a.stage in ("completed", "failed")]
+        if not finished:
+            return
+        records = await database_sync_to_async(change_views)(a.execution_id for a in finished)
+        for approval in finished:
+            approval.record = records.get(approval.execution_id, approval.record)
+
+    async def chips_load(self, views: Iterable[TurnView]) -> None:
+        """Hermes's record on the chips of executions that ran without approval (the transcript has
+        htmx disabled: a chip cannot fetch it itself)."""
+        chips = [
+            (item, execution_id)
+            for view in views
+            for item in view.items
+            if isinstance(item, ToolItem) and (execution_id := chip_execution_id(item))
+        ]
+        if not chips:
+            return
+        records = await database_sync_to_async(change_views)(execution_id for _, execution_id in chips)
+        for item, execution_id in chips:
+            item.record = records.get(execution_id, item.record)
+
+    async def record_changed(self, execution_id: str) -> ChangeView | None:
+        """Hermes's record of an execution changed: read again, kept on the cards of it this process
+        holds (so a card redrawn later shows it), and returned for a swap of every drawing of it."""
+        record = await database_sync_to_async(change_view_get)(execution_id)
+        if record is None:
+            return None
+        holders: list[Approval] = [*self.relay.state.approvals.values(), *self.forms.inline.values()]
+        for approval in holders:
+            if approval.execution_id == execution_id:
+                approval.record = record
+        return record

@@ -7,7 +7,7 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 
-from agent.broadcast import ELICITATIONS_GROUP, SESSIONS_GROUP
+from agent.broadcast import CHANGES_GROUP, ELICITATIONS_GROUP, SESSIONS_GROUP
 from agent.elicitation.store import elicitations_pending
 from agent.proposals import PROPOSALS_GROUP, proposals_pending
 from controlroom import fragments, selectors
@@ -16,14 +16,16 @@ from oikos.rail import ApprovalState
 
 
 class RailFeed:
-    # The sessions group: a turn starting or ending changes today's spend (`budget_meter`).
-    groups = [ELICITATIONS_GROUP, PROPOSALS_GROUP, SESSIONS_GROUP]
+    # The sessions group: a turn starting or ending changes today's spend (`budget_meter`); the
+    # changes group: the follow-up of an execution the rail's cards show (`Page.record_changed`).
+    groups = [ELICITATIONS_GROUP, PROPOSALS_GROUP, SESSIONS_GROUP, CHANGES_GROUP]
 
     def __init__(self, page: Page) -> None:
         self.page = page
         self.elicitations_shown: list[str] | None = None
 
     async def snapshot(self) -> list[str]:
+        await self.page.records_load(self.page.relay.state.approvals_shown())
         parts = fragments.rail_parts(self.page.relay.state)
         parts.extend(await self._elicitations_if_changed())
         parts.append(await self._proposals())

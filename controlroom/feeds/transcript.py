@@ -16,14 +16,15 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 
-from agent.broadcast import session_group
+from agent.broadcast import CHANGES_GROUP, session_group
 from agent.conversation.events import Event, TurnStart, event_from_dict
 from agent.live import turn_registry
 from controlroom import fragments, selectors
 from controlroom.feeds import Page
+from oikos.change_view import ChangeView, chip_execution_id
 from oikos.rail import ApprovalState
 from transcript import selectors as transcript_selectors
-from transcript.view import ApprovalItem, Change, TurnView, turn_view_replay
+from transcript.view import ApprovalItem, Change, ToolItem, TurnView, turn_view_replay
 
 # Events held per turn while its state is on the way; past this the turn is redrawn at `done`.
 BUFFER_LIMIT = 5000
@@ -50,7 +51,8 @@ class TranscriptFeed:
 
     @property
     def groups(self) -> list[str]:
-        return [session_group(self.session_id)] if self.session_id is not None else []
+        # The changes group: the follow-up of an execution this session asked for (`Page.record_changed`).
+        return [session_group(self.session_id), CHANGES_GROUP] if self.session_id is not None else []
 
     async def snapshot(self) -> tuple[list[str], dict[str, ApprovalState]]:
         """The transcript as stored, and what Oikos says of its approval cards; running turns are
@@ -67,6 +69,7 @@ class TranscriptFeed:
                 await self._state_request(view.turn_id)
         for view in views:
             self.page.forms.note(view)
+        await self.page.chips_load(views)
         approvals = await self.page.approvals_current(self.page.forms.inline.values())
         parts = fragments.transcript_parts(views, approvals) if self.session_id else []
         if self.session_id is not None:
@@ -151,6 +154,9 @@ class TranscriptFeed:
         if not changes:
             return
         approvals = await self._approvals_for(sync.view, changes)
+        if any(change.kind in ("item_update", "finished") for change in changes):
+            # A request_execution that ran at once: its chip shows Hermes's record of it.
+            await self.page.chips_load([sync.view])
         parts = fragments.turn_changes_parts(sync.view, changes, approvals)
         parts.append(self.page.forms.new(approvals.values(), changes))
         if any(change.kind == "finished" for change in changes):
@@ -161,6 +167,7 @@ class TranscriptFeed:
     async def _redraw(self, sync: TurnSync) -> None:
         assert sync.view is not None
         self.page.forms.note(sync.view)
+        await self.page.chips_load([sync.view])
         approvals = await self.page.approvals_current(sync.view.approvals())
         if sync.in_page:
             drawn = fragments.turn_replace(sync.view, approvals)
@@ -235,6 +242,13 @@ class TranscriptFeed:
                 continue
             self.turns[view.turn_id] = TurnSync(view=view, in_page=sync.in_page if sync else False)
             await self._redraw(self.turns[view.turn_id])
+
+    def record_note(self, record: ChangeView) -> None:
+        """Hermes's record of an execution changed: its chips in this page's turns keep it for their next redraw."""
+        for sync in self.turns.values():
+            for item in sync.view.items if sync.view is not None else []:
+                if isinstance(item, ToolItem) and chip_execution_id(item) == record.execution_id:
+                    item.record = record
 
     def _turns_in_page(self) -> bool:
         return any(sync.in_page for sync in self.turns.values())

@@ -19,6 +19,7 @@ from common import dom
 from common.charts import chart_for_result
 from common.dependency_graph import blast_graph as blast_graph_svg
 from common.markdown import markdown_render
+from oikos import change_view
 
 register = template.Library()
 
@@ -79,6 +80,7 @@ for _dom_function in (
     dom.thinking_text_dom_id,
     dom.chip_dom_id,
     dom.approval_dom_class,
+    dom.change_dom_class,
     dom.decide_form_dom_id,
     dom.elicitation_dom_id,
     dom.proposal_dom_id,
@@ -157,3 +159,21 @@ def blast_graph(entries: Any, target: str) -> SafeString | None:
     """An approval card's blast radius (`TargetFacts.blast_radius`) drawn as a tree under `target`."""
     graph = blast_graph_svg(target=str(target), entries=entries or [])
     return mark_safe(graph) if graph else None  # built by common.svg, which escapes every text
+
+
+@register.filter
+def chip_execution_id(item: Any) -> str:
+    """The execution a `request_execution` chip started at once, without an approval card ("" for any other chip)."""
+    return change_view.chip_execution_id(item)
+
+
+@register.filter
+def record_of(call: Any, records: dict[int, Any] | None) -> Any:
+    """Hermes's record of the execution a ledger row started (`LedgerPage.records`), or None."""
+    return (records or {}).get(int(getattr(call, "pk", 0) or 0))
+
+
+@register.filter
+def changes_of(session_id: Any, changes: dict[str, Any] | None) -> Any:
+    """The executions a session asked for (`oikos.change_view.session_change_views`)."""
+    return (changes or {}).get(str(session_id or ""), [])

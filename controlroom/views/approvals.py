@@ -16,13 +16,15 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_POST
 
 from access.refusals import refusal_note
-from agent.proposals import proposals_recent
+from agent.broadcast import changes_changed_publish
+from agent.proposals import proposals_changed_publish, proposals_recent, undo_propose
 from controlroom import fragments
 from controlroom.forms import DecisionForm
 from controlroom.identity import operator_name
 from controlroom.views.context import DRAWER_SESSION_KEY, HtmxHttpRequest, conversation_context, redirect_back
 from oikos import selectors as oikos_selectors
 from oikos.approvals import approval_decide, approvals_listed
+from oikos.change_view import change_view_get, undo_offered_as
 from oikos.models import ApprovalDecision
 from oikos.proposals import proposal_settle
 from oikos.rail import ApprovalState
@@ -94,9 +96,50 @@ async def proposal_decide(request: HtmxHttpRequest, proposal_id: uuid.UUID) -> H
     result = await proposal_settle(proposal_id=proposal_id, approve=decision == "approve", operator=operator)
     if result.card is None:
         return HttpResponseNotFound(result.notice)
+    undone = await database_sync_to_async(undo_offered_as)(proposal_id)
+    if undone is not None:
+        # The undo of a change was decided: its cards say "undone by …" once the rollback is on record.
+        await changes_changed_publish(execution_id=undone.execution_id, session_id=undone.session_id or None)
     if not request.htmx:
         return redirect_back(request, "controlroom:approvals")
     return HttpResponse(fragments.proposal_card(result.card, notice=result.notice))
+
+
+@require_GET
+async def execution_record(request: HttpRequest, execution_id: str) -> HttpResponse:
+    """Hermes's record of an execution as a card draws it (`partials/change_verdict.html`): a card
+    drawn without it fetches it once drawn. Empty for an execution Hermes did not ask for."""
+    record = await database_sync_to_async(change_view_get)(execution_id)
+    if record is None:
+        return HttpResponse("")
+    return HttpResponse(fragments.change_record(record))
+
+
+@require_POST
+async def execution_undo(request: HtmxHttpRequest) -> HttpResponse:
+    """Offer the way back from a finished execution as a proposal, as the signed-in operator.
+
+    Nothing is sent to Oikos here: the proposal waits on the rail and the approvals page, and only
+    an operator approving it (`proposal_decide`) sends it through Oikos's policy.
+    """
+    operator = operator_name(request)
+    if operator is None:
+        message = "Offering an undo needs an operator identity."
+        refusal_note(request, "no_operator", message)
+        return HttpResponseForbidden(message)
+    # The form's own field (filled by controlroom.js) and, without scripts, the button's value.
+    execution_id = next((value for value in request.POST.getlist("execution_id") if value), "")[:100]
+    card = await database_sync_to_async(undo_propose)(execution_id=execution_id, proposed_by=operator)
+    record = await database_sync_to_async(change_view_get)(execution_id)
+    if card is None or record is None:
+        refusal_note(request, "not_undoable", "Nothing to undo for this execution.")
+        return HttpResponseBadRequest("Nothing to undo: Oikos cannot roll this execution back.")
+    await proposals_changed_publish()
+    await changes_changed_publish(execution_id=execution_id, session_id=record.session_id or None)
+    if not request.htmx:
+        return redirect_back(request, "controlroom:approvals")
+    # Every drawing of this record in the page, redrawn with "undo offered".
+    return HttpResponse(fragments.change_record(record, oob=True))
 
 
 @require_GET

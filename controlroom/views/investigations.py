@@ -17,6 +17,7 @@ from django.views.decorators.http import require_GET
 from controlroom.forms import InvestigationFilterForm
 from controlroom.identity import operator_name
 from controlroom.views.pages import around_page
+from oikos.change_view import session_change_views
 from watch import selectors
 from watch.models import Investigation
 
@@ -31,13 +32,12 @@ def _listing(request: HttpRequest) -> dict[str, Any]:
         page_number = data["page"] or 1
     chosen = {"entity": filters.entity, "state": filters.state, "kind": filters.kind}
     page = selectors.investigations_page(filters=filters, page=page_number)
-    actions = selectors.investigation_actions(session_ids=[row.session_id for row in page if row.session_id])
     return {
         "form": form,
         "filters": filters,
         "page": page,
-        # Each row with the executions its session asked for (and their verdicts).
-        "rows": [(row, actions.get(row.session_id, []) if row.session_id else []) for row in page],
+        # What the actions each investigation's session asked for came to (`oikos.change_view`).
+        "changes": session_change_views(investigation.session_id for investigation in page),
         # The pager's links keep the filters.
         "filter_query": urlencode({key: value for key, value in chosen.items() if value}),
     }

@@ -18,6 +18,14 @@
     field.form.requestSubmit();
   });
 
+  // An Undo button sits in a card where htmx is disabled and submits the page's #undo-form
+  // (base.html): the form carries the button's execution id (htmx leaves out a submitter outside it).
+  document.addEventListener("click", function (event) {
+    var button = event.target instanceof Element ? event.target.closest("button.change-undo") : null;
+    var field = document.querySelector("#undo-form input[name=execution_id]");
+    if (button && field) field.value = button.value;
+  });
+
   // A notice (a new investigation) goes away when dismissed; the page keeps the five newest.
   document.addEventListener("click", function (event) {
     var button = event.target instanceof Element ? event.target.closest(".notice-dismiss") : null;

@@ -83,17 +83,17 @@ def test_the_escalation_card_and_the_row_say_how_the_action_went(client: Client)
     session_page = client.get(f"/ui/s/{investigation.session_id}/").content.decode()
     card = session_page[session_page.index('id="escalation-card"') :]
     card = card[: card.index("</article>")]
-    assert "Action: restart service:sonarr — verified: cleared (sonarr healthy, probes green)" in _text(card)
+    assert "action cleared it: restart service:sonarr, verified cleared" in _text(card)
     assert f'href="/ui/s/{investigation.session_id}/#turn-{turn_id}"' in card  # the follow-up that checked
-    assert 'class="escalation-change verdict-cleared"' in card
+    assert 'class="investigation-action verdict-cleared"' in card
 
     rows = {row for row in _rows(client.get("/ui/investigations/").content.decode())}
     (sonarr,) = [row for row in rows if "service:sonarr" in row]
     (caddy,) = [row for row in rows if "service:caddy" in row]
-    assert "Action: restart service:sonarr — verified: cleared" in _text(sonarr)
-    assert "Action:" not in _text(caddy)  # its session asked for nothing
+    assert "action cleared it: restart service:sonarr, verified cleared" in _text(sonarr)
+    assert "action" not in _text(caddy)  # its session asked for nothing
     other_page = client.get(f"/ui/s/{other.session_id}/").content.decode()
-    assert "Action:" not in _text(other_page[other_page.index('id="escalation-card"') :])
+    assert "action" not in _text(other_page[other_page.index('id="escalation-card"') :])
 
 
 def test_an_action_still_being_checked_says_so(client: Client) -> None:
@@ -102,7 +102,7 @@ def test_an_action_still_being_checked_says_so(client: Client) -> None:
 
     page = client.get(f"/ui/s/{investigation.session_id}/").content.decode()
 
-    assert "Action: restart service:sonarr — checking…" in _text(page)
+    assert "action: restart service:sonarr, checking…" in _text(page)
     assert "change-followup-link" not in page
 
 
@@ -116,7 +116,7 @@ async def test_the_card_is_redrawn_when_the_verdict_comes_after_the_signal_resol
     await page.next()
 
     turn_id = await database_sync_to_async(_verdict)(investigation, "x-late")
-    frame = await page.until(lambda frame: 'id="escalation-card"' in frame and "verified: cleared" in frame)
+    frame = await page.until(lambda frame: 'id="escalation-card"' in frame and "verified cleared" in frame)
 
-    assert "Action: restart service:sonarr — verified: cleared" in _text(frame)
+    assert "action cleared it: restart service:sonarr, verified cleared" in _text(frame)
     assert f"#turn-{turn_id}" in frame
