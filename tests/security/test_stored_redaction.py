@@ -394,8 +394,8 @@ class TestMigration:
                 [session_id.hex if connection.vendor == "sqlite" else str(session_id), f"down: {configured_secret}"],
             )
             cursor.execute(
-                "INSERT INTO watch_events (event_id, seq, type, at, data, claimed_at, outcome)"
-                " VALUES ('7', 7, 'signal.fired', '', %s, '2026-11-30 10:00:00', 'opened')",
+                "INSERT INTO watch_events (epoch, event_id, seq, type, at, data, claimed_at, outcome)"
+                " VALUES (1, '7', 7, 'signal.fired', '', %s, '2026-11-30 10:00:00', 'opened')",
                 [raw_event],
             )
         assert configured_secret in _raw_dump()

@@ -40,10 +40,10 @@ def test_whats_degraded_streams_two_chips_then_markdown_and_links_the_ledger(pag
     expect(chips.nth(1).locator(".chip-server")).to_have_text("oikos")
     expect(chips.nth(1)).to_have_class(re.compile(r"\bchip-ok\b"))
     # Expanded, a chip shows the arguments the model sent and what the tool answered.
-    chips.nth(1).locator("summary").click()
+    chips.nth(1).locator(":scope > summary").click()
     expect(chips.nth(1).locator(".chip-args")).to_contain_text('"slug": "service:postgres"')
     expect(chips.nth(1).locator(".chip-result")).to_contain_text("service:authentik")
-    chips.nth(0).locator("summary").click()
+    chips.nth(0).locator(":scope > summary").click()
     expect(chips.nth(0).locator(".chip-result")).to_contain_text("degraded")
 
     # The text grew in several steps while streaming, then became rendered Markdown.

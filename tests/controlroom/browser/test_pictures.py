@@ -63,7 +63,9 @@ def test_an_approval_card_draws_what_depends_on_its_target(page: Watched, stack:
 
     dependants = blast_radius(stack.oikos.state.world, "service:jellyfin")
     assert dependants, "the seeded fleet has dependants of service:jellyfin"
-    for card in (inline, browser_page.locator("#rail .card.approval").first):
+    # The rail also keeps the last approvals decided (earlier tests'): this one is the pending jellyfin card.
+    rail_card = browser_page.locator("#rail .card.approval[data-stage=pending]", has_text="service:jellyfin").first
+    for card in (inline, rail_card):
         graph = card.locator(".blast-graph svg[role=img]")
         expect(graph).to_be_visible()
         expect(graph).to_have_attribute(
