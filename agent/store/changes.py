@@ -210,25 +210,3 @@ def undo_offered(*, execution_id: str, proposal_id: uuid.UUID) -> bool:
         undo_proposal_id=proposal_id, updated_at=timezone.now()
     )
     return bool(offered)
-
-
-def changes_list(
-    *,
-    target: str = "",
-    since: datetime.datetime | None = None,
-    until: datetime.datetime | None = None,
-    session_id: uuid.UUID | None = None,
-    limit: int = 100,
-) -> list[Change]:
-    """The executions Hermes asked for, newest first; `target` is a slug (`service:postgres`) or a
-    kind (`lxc:`, every container)."""
-    rows = Change.objects.select_related("undo_of").order_by("-requested_at", "-id")
-    if target:
-        rows = rows.filter(target__startswith=target) if target.endswith(":") else rows.filter(target=target)
-    if since is not None:
-        rows = rows.filter(requested_at__gte=since)
-    if until is not None:
-        rows = rows.filter(requested_at__lt=until)
-    if session_id is not None:
-        rows = rows.filter(session_id=session_id)
-    return list(rows[:limit])

@@ -16,7 +16,6 @@ from agent.store.changes import (
     ChangeRequest,
     change_record,
     change_status,
-    changes_list,
     followup_claim,
     verdict_record,
 )
@@ -132,16 +131,6 @@ def test_a_verdict_ends_the_follow_up_and_an_unknown_one_is_refused() -> None:
     assert change is not None and (change.verdict, change.followup) == ("cleared", Change.FollowUp.DONE)
     with pytest.raises(ValueError, match="one of cleared, not_cleared, failed"):
         verdict_record(execution_id="x-1", verdict="fine", detail="")
-
-
-def test_the_list_is_newest_first_and_filters_by_target_or_kind() -> None:
-    change_record(_request("x-1", target="service:sonarr"))
-    change_record(_request("x-2", target="lxc:media"))
-    change_record(_request("x-3", target="service:postgres"))
-
-    assert [c.execution_id for c in changes_list()] == ["x-3", "x-2", "x-1"]
-    assert [c.execution_id for c in changes_list(target="service:sonarr")] == ["x-1"]
-    assert [c.execution_id for c in changes_list(target="service:")] == ["x-3", "x-1"]
 
 
 def test_a_completed_deploy_offers_its_rollback_once_and_a_restart_or_a_failed_deploy_none() -> None:
