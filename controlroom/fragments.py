@@ -134,8 +134,21 @@ def approval_cards_replace(approvals: Iterable[ApprovalState | ApprovalItem], *,
 
 
 def change_record(record: ChangeView, *, oob: bool = False) -> SafeString:
-    """Hermes's record of one execution; `oob` redraws every drawing of it in the page (cards, chips)."""
-    return _render("change_verdict.html", {"record": record, "oob": oob})
+    """Hermes's record of one execution; `oob` redraws every drawing of it in the page (cards, chips).
+
+    The redraw goes through the page's `#change-updates` (base.html), where controlroom.js puts it
+    in place of each drawing of the record there is — none, when the record changed before its card
+    reached the page (the card carries the record when drawn): an out-of-band swap aimed at the
+    drawings themselves would be an error for a page that has none yet.
+    """
+    drawn = _render("change_verdict.html", {"record": record})
+    if not oob:
+        return drawn
+    return format_html(
+        '<div hx-swap-oob="beforeend:#change-updates"><template data-replaces=".{}">{}</template></div>',
+        record.dom_class,
+        drawn,
+    )
 
 
 def session_list_refresh(*, current: str) -> str:

@@ -26,6 +26,24 @@
     if (button && field) field.value = button.value;
   });
 
+  // Hermes's record of an execution, redrawn (controlroom/fragments.py `change_record`): it takes
+  // the place of each drawing of it in the page, of which there may be none yet.
+  function changeUpdatesApply() {
+    var updates = document.querySelectorAll("#change-updates > template[data-replaces]");
+    Array.prototype.forEach.call(updates, function (update) {
+      document.querySelectorAll(update.getAttribute("data-replaces")).forEach(function (drawing) {
+        var fresh = update.content.firstElementChild;
+        if (!fresh) return;
+        var copy = fresh.cloneNode(true);
+        drawing.replaceWith(copy);
+        if (window.htmx) window.htmx.process(copy);
+      });
+      update.remove();
+    });
+  }
+  document.addEventListener("htmx:wsAfterMessage", changeUpdatesApply);
+  document.addEventListener("htmx:afterSettle", changeUpdatesApply);
+
   // A notice (a new investigation) goes away when dismissed; the page keeps the five newest.
   document.addEventListener("click", function (event) {
     var button = event.target instanceof Element ? event.target.closest(".notice-dismiss") : null;

@@ -256,7 +256,7 @@ async def test_a_page_showing_the_session_redraws_the_record_when_it_changes(
     await changes_changed_publish(execution_id="x-1", session_id=session.id)
 
     frame = await frames.until(lambda frame: "change-verdict" in frame)
-    assert f'hx-swap-oob="outerHTML:.{change_dom_class("x-1")}"' in frame
+    assert f'<template data-replaces=".{change_dom_class("x-1")}">' in frame
     assert "verified: cleared" in frame
     # The other session's record is not this page's business.
     assert change_dom_class("x-2") not in frames.text()

@@ -78,11 +78,11 @@ def test_a_restart_of_the_degraded_sonarr_is_checked_and_cleared_without_a_quest
 
         ARTIFACTS.mkdir(exist_ok=True)
         home.screenshot(path=str(ARTIFACTS / "followup-cleared.png"), full_page=True)
-        # The card (the control room's display of the change, docs/ui contract): the verdict, linked
-        # to the follow-up turn.
-        verdict_line = home.locator("p.change-verdict.verdict-cleared")
+        # The asking turn's drawing of the restart (it ran at once: its chip) carries the verdict,
+        # linked to the follow-up turn. (The rail shows other tests' executions too.)
+        verdict_line = turns.first.locator("p.change-verdict.verdict-cleared")
         expect(verdict_line).to_contain_text("verified: cleared", timeout=15_000)
-        link = home.locator("a.change-followup-link")
+        link = turns.first.locator("a.change-followup-link")
         expect(link).to_have_attribute("href", f"/ui/s/{session_id}/#turn-{turn_id}")
         page.assert_clean()
     finally:
