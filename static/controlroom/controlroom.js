@@ -18,6 +18,18 @@
     field.form.requestSubmit();
   });
 
+  // A form the socket swapped in a moment ago may not be wired by htmx yet (it wires what it swaps
+  // as it settles): submitted now, it would be posted as a plain form, leaving the page. Wiring it
+  // as the submit starts lets htmx's own handler, added to the form, take this very submit.
+  document.addEventListener(
+    "submit",
+    function (event) {
+      var form = event.target;
+      if (window.htmx && form instanceof HTMLFormElement && form.hasAttribute("hx-post")) window.htmx.process(form);
+    },
+    true
+  );
+
   // An Undo button sits in a card where htmx is disabled and submits the page's #undo-form
   // (base.html): the form carries the button's execution id (htmx leaves out a submitter outside it).
   document.addEventListener("click", function (event) {
