@@ -486,7 +486,7 @@ class Change(models.Model):
     params = RedactedJSONField(default=dict)
     # The reason the request gave Oikos (the model's, or the proposal's with who approved it).
     reason = RedactedTextField(blank=True)
-    risk_class = models.CharField(max_length=40, blank=True)
+    risk_class = RedactedCharField(max_length=40, blank=True)
     # Where it was asked: the session, the turn (correlation id) and its ledger row; who asked.
     session = models.ForeignKey(AgentSession, on_delete=models.SET_NULL, related_name="changes", null=True, blank=True)
     correlation_id = models.UUIDField(null=True, blank=True)
@@ -496,8 +496,8 @@ class Change(models.Model):
     requested_at = models.DateTimeField()
     # Oikos's status of the execution (`proposed`, `approved`, `running`, `completed`, `failed`,
     # `denied`, `expired`, …) as last heard, who decided its approval, and how it ended.
-    status = models.CharField(max_length=20, blank=True)
-    decided_by = models.CharField(max_length=150, blank=True)
+    status = RedactedCharField(max_length=20, blank=True)
+    decided_by = RedactedCharField(max_length=150, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     error = RedactedTextField(blank=True)
     # The follow-up: its state, the watcher that claimed it, the turn that checked, and why it did

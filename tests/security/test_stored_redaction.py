@@ -51,6 +51,7 @@ BORN_REDACTING = {
     "agent.Proposal.arguments",
     "agent.Proposal.sources",
     "agent.Proposal.outcome",
+    "agent.Change.params",
 }
 
 NOT_OUTSIDE_TEXT = {
@@ -116,6 +117,11 @@ NOT_OUTSIDE_TEXT = {
     "interop.A2ATask.owner": "a configured peer's name",
     "interop.A2ATask.state": "a TaskState name",
     "oikos.ApprovalDecision.approval_id": "Oikos's approval id, a key Hermes looks up",
+    "agent.Change.execution_id": "Oikos's execution id, the record's key",
+    "agent.Change.approval_id": "Oikos's approval id",
+    "agent.Change.asked_by": "an identity Hermes resolved (the turn's actor, or the proposal's)",
+    "agent.Change.followup": "a Change.FollowUp choice",
+    "agent.Change.verdict": "a Change.Verdict choice",
     "oikos.ApprovalDecision.execution_id": "Oikos's execution id",
     "oikos.ApprovalDecision.decision": "an ApprovalDecision.Decision choice",
     "oikos.ApprovalDecision.operator": "an identity Hermes resolved",
@@ -145,6 +151,8 @@ NOT_OUTSIDE_TEXT = {
     "matrix.MatrixApprovalCard.decided_via": "matrix or elsewhere",
     "matrix.MatrixEscalation.room_id": "a Matrix room id",
     "matrix.MatrixEscalation.event_id": "a Matrix event id",
+    "matrix.MatrixFollowUp.room_id": "a Matrix room id",
+    "matrix.MatrixFollowUp.event_id": "a Matrix event id",
     "matrix.MatrixStranger.user_id": "a Matrix user id the homeserver vouches for",
 }
 
