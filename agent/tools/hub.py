@@ -198,7 +198,8 @@ class ToolHub:
         local = self._local_specs()
         self._specs = {spec.name: spec for spec in [*specs, *local]}
         if context is None:
-            return [*specs, *local]
+            # A built-in tool that no turn would be offered now (`changes_since` without Oikos) is not listed.
+            return [*specs, *(spec for spec in local if self._local[spec.name].offered(None))]
         allowed = [spec for spec in specs if not context.forbids_peer(self._configs[spec.server].peer_name)]
         offered = [*allowed, *(spec for spec in local if self._local[spec.name].offered(context))]
         return [spec for spec in offered if self._provenance_allows(spec, context)]
