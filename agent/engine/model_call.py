@@ -278,9 +278,11 @@ class ModelCaller:
         self.state.text_blocks += 1
         return {"type": "text", "text": text}
 
-    def _usage_add(self, usage: Any) -> dict[str, int]:
-        """Add one call's usage to the turn's; returns that call's usage."""
+    def _usage_add(self, usage: Any, *, output_at_least: int = 0) -> dict[str, int]:
+        """Add one call's usage to the turn's (its output counted as `output_at_least` at the
+        fewest); returns that call's usage."""
         call = {key: int(getattr(usage, key, 0) or 0) for key in USAGE_KEYS}
+        call["output_tokens"] = max(call["output_tokens"], output_at_least)
         for key, tokens in call.items():
             self.state.usage[key] += tokens
         return call
@@ -300,12 +302,7 @@ class ModelCaller:
         except (AssertionError, RuntimeError):
             # No `message_start` yet: the model API has not begun to answer.
             return None
-        usage = snapshot.usage
-        call = {key: int(getattr(usage, key, 0) or 0) for key in USAGE_KEYS}
-        call["output_tokens"] = max(call["output_tokens"], output_tokens_estimate(snapshot.content))
-        for key, tokens in call.items():
-            self.state.usage[key] += tokens
-        return call
+        return self._usage_add(snapshot.usage, output_at_least=output_tokens_estimate(snapshot.content))
 
     def _observe(
         self,
