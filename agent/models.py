@@ -8,6 +8,7 @@ and completed when the call ends, so a crash mid-call leaves a `started` row, ne
 
 from __future__ import annotations
 
+import re
 import uuid
 
 from django.db import models
@@ -127,6 +128,8 @@ class Turn(models.Model):
     # heartbeat stopped belongs to a dead process.
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # The operators' notes the turn was given (agent/memory/recall.py): [{"id", "title", "runbook"}].
+    notes_given = RedactedJSONField(default=list, blank=True)
 
     class Meta:
         db_table = "agent_turns"
@@ -527,3 +530,94 @@ class Change(models.Model):
 
     def __str__(self) -> str:
         return f"{self.action} {self.target} ({self.execution_id})"
+
+
+_NOTE_TITLE_CHARS = 80
+_HEADING = re.compile(r"^\s*#+\s*")
+_EMPHASIS = re.compile(r"\*\*|__|`")
+
+
+def note_title(text: str) -> str:
+    """A note's first non-empty line, without Markdown's heading and emphasis marks, cut to a title."""
+    for line in str(text or "").splitlines():
+        line = _EMPHASIS.sub("", _HEADING.sub("", line)).strip()
+        if line:
+            return line if len(line) <= _NOTE_TITLE_CHARS else line[: _NOTE_TITLE_CHARS - 1] + "…"
+    return "(empty note)"
+
+
+class Note(models.Model):
+    """What an operator taught Hermes about the homelab: a fact, or a runbook to follow.
+
+    Scoped to entities (slugs such as `service:sonarr`, or globs such as `lxc:media-*`; `*` for
+    every question) and tags (words, signal kinds such as `http_timeout`); a note with neither is
+    recalled by the words it shares with the question (agent/memory/recall.py). Kept in Hermes's
+    database, never written into Oikos. The number (`[note 12]`) is how the model cites it.
+    """
+
+    text = RedactedTextField()
+    entities = RedactedJSONField(default=list, blank=True)
+    tags = RedactedJSONField(default=list, blank=True)
+    # A procedure: given to the model as the way to handle its entities or signal kinds.
+    runbook = models.BooleanField(default=False)
+    # An inactive note is kept (and listed) but never recalled.
+    active = models.BooleanField(default=True)
+    author = models.CharField(max_length=150)
+    updated_by = models.CharField(max_length=150, blank=True)
+    # The conversation it came from ("remember that …"), when it came from one.
+    source_session = models.ForeignKey(
+        AgentSession, on_delete=models.SET_NULL, null=True, blank=True, related_name="notes_taught"
+    )
+    source_turn = models.UUIDField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "agent_notes"
+        ordering = ["-updated_at", "-id"]
+        indexes = [models.Index(fields=["active", "-updated_at"], name="agent_note_active_idx")]
+
+    def __str__(self) -> str:
+        return f"note {self.pk}: {self.title}"
+
+    @property
+    def title(self) -> str:
+        return note_title(self.text)
+
+
+class NoteProposal(models.Model):
+    """A note the model proposed in a conversation ("remember that …"), until an operator saves it.
+
+    Nothing is a note before the click: an operator saves (the `Note` is created, with the session
+    as its source) or dismisses it, and exactly one decision wins (a conditional update on `pending`).
+    """
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "waiting for an operator"
+        SAVED = "saved"
+        DISMISSED = "dismissed"
+
+    session = models.ForeignKey(
+        AgentSession, on_delete=models.SET_NULL, null=True, blank=True, related_name="note_proposals"
+    )
+    turn_id = models.UUIDField(null=True, blank=True)
+    tool_use_id = models.CharField(max_length=100, blank=True)
+    # Who was talking when the model proposed it (the operator, or `agent:hermes`).
+    proposed_by = models.CharField(max_length=150)
+    text = RedactedTextField()
+    entities = RedactedJSONField(default=list, blank=True)
+    tags = RedactedJSONField(default=list, blank=True)
+    runbook = models.BooleanField(default=False)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    decided_by = models.CharField(max_length=150, blank=True)
+    decided_at = models.DateTimeField(null=True, blank=True)
+    note = models.OneToOneField(Note, on_delete=models.SET_NULL, null=True, blank=True, related_name="proposal")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "agent_note_proposals"
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["status", "-created_at"], name="agent_note_prop_status_idx")]
+
+    def __str__(self) -> str:
+        return f"note proposal {self.pk} ({self.status})"

@@ -298,6 +298,7 @@ HERMES_LLM_TIMEOUT = env("HERMES_LLM_TIMEOUT")
 # Retries of a model call that failed before it said anything (drop, overload, 5xx), within the turn's time.
 HERMES_LLM_RETRIES = 2
 HERMES_MAX_MESSAGE_CHARS = env("HERMES_MAX_MESSAGE_CHARS")
+HERMES_RECALL_TOKENS = env("HERMES_RECALL_TOKENS")
 # A running turn whose heartbeat is older than this belongs to a process that died.
 HERMES_TURN_STALE_SECONDS = env("HERMES_TURN_STALE_SECONDS")
 

@@ -190,6 +190,8 @@ VARIABLES: tuple[Variable, ...] = (
     V("HERMES_TOOL_RESULT_MAX_CHARS", "turn", Integer(minimum=200), 20_000,
       "characters of one tool result sent to the model"),
     V("HERMES_MAX_MESSAGE_CHARS", "turn", Integer(minimum=1), 32_000, "longest accepted question"),
+    V("HERMES_RECALL_TOKENS", "turn", Integer(minimum=0), 2_000,
+      "tokens of operators' notes a turn may be given (notes matching its question, runbooks first); `0`: no recall"),
     V("HERMES_TURN_STALE_SECONDS", "turn", Number(minimum=1.0), 90.0,
       "only when a turn's process cannot be probed (another host without the PostgreSQL presence lock): a running "
       "turn without heartbeat for this long is `interrupted`"),

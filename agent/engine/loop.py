@@ -31,6 +31,7 @@ from agent.engine.stop import StopRequest
 from agent.engine.storage import FENCED_MESSAGE, STORAGE_ERROR, end_write_retried, storage_failure, storage_failure_text
 from agent.engine.thinking import ThinkingSettings
 from agent.engine.tool_round import ToolRound, ToolsUnavailable
+from agent.memory.recall import earlier_question, recall_for_turn
 from agent.models import Turn
 from agent.prices import turn_cost
 from agent.store import turns as turn_store
@@ -161,8 +162,16 @@ class TurnLoop:
         return self._finish(Turn.Status.DONE, stop_reason)
 
     async def _loop(self) -> str:
-        tools, note = await self.tools.prepare()
-        self.caller.tools_offer(tools, note=note)
+        (tools, unreachable), notes = await asyncio.gather(
+            self.tools.prepare(),
+            db_call(
+                recall_for_turn,
+                turn_id=self.state.turn_id,
+                question=self.state.question,
+                earlier=earlier_question(self.state.messages),
+            ),
+        )
+        self.caller.tools_offer(tools, note="\n\n".join(part for part in (notes, unreachable) if part))
         while not (capped := self._budget_exhausted()):
             stop_reason, tool_uses = await self._model_step(final=False)
             if not tool_uses:
