@@ -18,7 +18,9 @@ from tests.fakes import FakeAnthropic, Reply
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def _note(text: str, *, entities: list[str] | None = None, tags: list[str] | None = None, runbook: bool = False) -> Note:
+def _note(
+    text: str, *, entities: list[str] | None = None, tags: list[str] | None = None, runbook: bool = False
+) -> Note:
     return notes.note_create(
         notes.NoteDraft(text=text, entities=entities or [], tags=tags or [], runbook=runbook), author="operator:alice"
     )
@@ -58,7 +60,11 @@ class TestMatching:
 
     def test_runbooks_come_first_and_the_share_is_bounded(self) -> None:
         fact = _note("Sonarr lives on lxc:arr.", entities=["service:sonarr"])
-        runbook = _note("# Sonarr indexer timeouts\n1. restart sonarr\n2. never touch prowlarr", entities=["service:sonarr"], runbook=True)
+        runbook = _note(
+            "# Sonarr indexer timeouts\n1. restart sonarr\n2. never touch prowlarr",
+            entities=["service:sonarr"],
+            runbook=True,
+        )
         big = _note("Sonarr history: " + "x" * 4000, entities=["service:sonarr"])
         found = recall("sonarr is timing out", budget_tokens=200)
         assert [n.id for n in found.given] == [runbook.pk, fact.pk]
