@@ -29,4 +29,4 @@ lint: setup
 	.venv/bin/ruff check .
 	.venv/bin/ruff format --check .
 	.venv/bin/lint-imports
-	.venv/bin/mypy common access agent oikos transcript api controlroom watch matrix interop hermes_site oikos_sim tests bench
+	.venv/bin/mypy common access agent oikos transcript api controlroom watch matrix interop evals hermes_site oikos_sim tests bench

@@ -80,6 +80,7 @@ INSTALLED_APPS = [
     "controlroom",
     "watch",
     "matrix",
+    "evals",
 ]
 
 # Network checks (mesh_only) and size limits run before Django, in the ASGI edge (hermes_site/asgi.py).
