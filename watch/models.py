@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from django.db import models
 
-from agent.fields import RedactedCharField, RedactedJSONField
+from agent.fields import RedactedCharField, RedactedJSONField, RedactedTextField
 from agent.models import AgentSession
 
 
@@ -110,3 +110,77 @@ class WatchedEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.type} #{self.event_id}" if self.epoch == 1 else f"{self.type} #{self.epoch}.{self.event_id}"
+
+
+class Schedule(models.Model):
+    """A question Hermes asks on its own at the times of a cron expression (watch/schedules.py).
+
+    `manage.py watch` runs it: each due slot is claimed by inserting a `ScheduleRun` (unique on
+    schedule and slot), so with any number of watchers a slot runs once.
+    """
+
+    class Kind(models.TextChoices):
+        QUESTION = "question"  # `question` is asked as written
+        DIGEST = "digest"  # the built-in digest (watch/schedules.py `DIGEST_QUESTION`), verdict first
+
+    name = RedactedCharField(max_length=100)
+    kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.QUESTION)
+    # The question a `question` schedule asks; a digest's is built in, and this is then empty.
+    question = RedactedTextField(blank=True)
+    # Five fields, as cron reads them, in `timezone` (an IANA name: Europe/Lisbon).
+    cron = models.CharField(max_length=100)
+    timezone = models.CharField(max_length=64, default="UTC")
+    # Where each run's answer is also posted (the control room always has it): a Matrix room id.
+    matrix_room = models.CharField(max_length=255, blank=True)
+    # The model that answers (one of HERMES_MODELS); empty: the configured default.
+    model = models.CharField(max_length=100, blank=True)
+    # Read-only by default; with this, a run may propose executions for an operator to approve.
+    may_propose = models.BooleanField(default=False)
+    enabled = models.BooleanField(default=True)
+    owner = models.CharField(max_length=150)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "watch_schedules"
+        ordering = ["name", "id"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class ScheduleRun(models.Model):
+    """One slot of a schedule: the claim, then what the run did (or why it did not run)."""
+
+    class State(models.TextChoices):
+        RUNNING = "running"
+        DONE = "done"
+        FAILED = "failed"  # the turn ended in error, or was interrupted
+        # Not run: `skipped_reason` says why ("missed": the watchers were down over the slot and a
+        # later slot ran instead; "budget": the daily budget was spent; "disabled"...).
+        SKIPPED = "skipped"
+
+    schedule = models.ForeignKey(Schedule, on_delete=models.CASCADE, related_name="runs")
+    # The slot's time, as the cron expression gives it (stored in UTC).
+    slot = models.DateTimeField()
+    state = models.CharField(max_length=10, choices=State.choices, default=State.RUNNING)
+    skipped_reason = models.CharField(max_length=40, blank=True)
+    session = models.ForeignKey(
+        AgentSession, on_delete=models.SET_NULL, null=True, blank=True, related_name="schedule_runs"
+    )
+    turn_id = models.UUIDField(null=True, blank=True)
+    # The watcher process that claimed it (`Instance.id`).
+    owner = models.UUIDField(null=True, blank=True)
+    # The answer's first line: "All green." / "2 degraded, 1 approval waiting."
+    verdict = RedactedCharField(max_length=300, blank=True)
+    claimed_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "watch_schedule_runs"
+        ordering = ["-slot"]
+        constraints = [models.UniqueConstraint(fields=["schedule", "slot"], name="watch_schedule_slot_claim")]
+        indexes = [models.Index(fields=["-claimed_at"], name="watch_sched_run_claimed_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.schedule} at {self.slot:%Y-%m-%d %H:%M}"
