@@ -100,6 +100,10 @@ class Recollection:
     def empty(self) -> bool:
         return not self.earlier and not self.also
 
+    @property
+    def line(self) -> str:
+        return recollection_line(self)
+
     def ago(self, past: PastInvestigation) -> str:
         return _span(self.now - past.opened_at) + " ago"
 
@@ -187,7 +191,8 @@ def recollection_text(recollection: Recollection | None) -> str:
         f" last {RECALL_DAYS} days, this time included ({_count(recollection.investigations, 'investigation')}).",
     ]
     if recollection.earlier:
-        lines += ["", f"The last {_count(len(recollection.earlier), 'earlier investigation')}, newest first:"]
+        many = len(recollection.earlier)
+        lines += ["", f"The last {many} earlier investigations, newest first:" if many > 1 else "The earlier one:"]
     for past in recollection.earlier:
         lines.append(
             f"- investigation {past.id}, opened {_when(past.opened_at)} ({recollection.ago(past)}),"
