@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('watch', '0006_schedules'),
+        ("watch", "0006_schedules"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='investigation',
-            name='recalled',
+            model_name="investigation",
+            name="recalled",
             field=models.JSONField(blank=True, default=dict),
         ),
     ]
