@@ -26,6 +26,7 @@ from oikos import selectors as oikos_selectors
 from oikos.card_context import target_facts
 from oikos.change_view import ChangeView, change_views_of_calls, session_change_views
 from watch.models import Investigation
+from watch.recollection import Recollection, recollection_of
 
 # The chat drawer, on every page but home, draws fewer: it is a side pane, and its turns would
 # otherwise be most of the ledger's and search's render time. "Open in full" has the rest.
@@ -94,6 +95,8 @@ class EscalationCard:
     blast_radius: list[dict[str, Any]] = field(default_factory=list)
     # The executions the investigation's session asked for, and what their follow-ups found.
     changes: list[ChangeView] = field(default_factory=list)
+    # The earlier investigations of its entity and kind its brief recalled (`watch.recollection`).
+    recollection: Recollection | None = None
 
 
 def session_escalation(*, session_id: uuid.UUID) -> EscalationCard | None:
@@ -121,6 +124,7 @@ def session_escalation(*, session_id: uuid.UUID) -> EscalationCard | None:
         proposals=list(escalation.get("proposals", [])),
         blast_radius=_blast_radius_cached(investigation.entity),
         changes=session_change_views([session_id]).get(str(session_id), []),
+        recollection=recollection_of(investigation),
     )
 
 

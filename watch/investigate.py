@@ -34,6 +34,7 @@ from agent.tools.hub import ToolHub
 from watch import services
 from watch.config import WatchConfig
 from watch.models import Investigation
+from watch.recollection import Recollection, investigation_recollect, recollection_text
 
 logger = logging.getLogger(__name__)
 
@@ -49,8 +50,9 @@ _MARKS = re.compile(r"\*\*|`")
 _FIELD_LINE = re.compile(r"^\s*[-*]?\s*\**(?P<label>[A-Za-z ]+?)\**\s*:\s*\**\s*(?P<text>.*)$")
 
 
-def investigation_brief(investigation: Investigation) -> str:
-    """The first question of an investigation: what fired, when, where, and what to come back with."""
+def investigation_brief(investigation: Investigation, recollection: Recollection | None = None) -> str:
+    """The first question of an investigation: what fired, when, where, what happened the last times
+    (`watch.recollection`), and what to come back with."""
     event = investigation.event
     lines = [
         "This is an investigation Hermes opened on its own: no operator asked yet. Oikos raised this event:",
@@ -70,6 +72,9 @@ def investigation_brief(investigation: Investigation) -> str:
                 for e in investigation.storm_events
             ),
         ]
+    last_times = recollection_text(recollection)
+    if last_times:
+        lines += ["", last_times]
     lines += [
         "",
         "Investigate read-only: check the entity's health, what depends on it (blast radius), its"
@@ -228,9 +233,15 @@ async def investigation_run(
     investigation = await database_sync_to_async(Investigation.objects.get)(pk=investigation_id)
     propose = WatchConfig.from_settings().may_propose if may_propose is None else may_propose
     started = time.monotonic()
+    # A storm summarises many entities: the last times of one would mislead it.
+    recollection = (
+        None
+        if investigation.storm
+        else await database_sync_to_async(investigation_recollect)(investigation_id=investigation_id)
+    )
     try:
         handle = await turn_registry().start(
-            text=investigation_brief(investigation),
+            text=investigation_brief(investigation, recollection),
             actor=services.ACTOR,
             origin=services.ORIGIN,
             session_id=investigation.session_id,

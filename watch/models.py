@@ -50,6 +50,10 @@ class Investigation(models.Model):
     # {"summary", "impact", "evidence": [{"tool", "correlation_id", ...}], "likely_cause",
     #  "next_step", "approvals": [...]} — filled when the investigation turn ends.
     escalation = RedactedJSONField(default=dict, blank=True)
+    # What its brief recalled of the last times (watch/recollection.py): {"ids": [earlier
+    # investigations], "fired": n, "investigations": n, "days": 30, "also": n other kinds}, so
+    # that its pages link exactly what the model was given. Ids and counts only.
+    recalled = models.JSONField(default=dict, blank=True)
     # The watcher process running it (`Instance.id`) and the turn it started, so that a watcher
     # starting can tell one whose watcher died (its turn interrupted, or never started) from one
     # still running (`watch.services.investigations_recover`); `attempts` counts its runs.

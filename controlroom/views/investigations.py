@@ -20,6 +20,7 @@ from controlroom.views.pages import around_page
 from oikos.change_view import session_change_views
 from watch import selectors
 from watch.models import Investigation
+from watch.recollection import recollection_of
 
 
 def _listing(request: HttpRequest) -> dict[str, Any]:
@@ -32,6 +33,9 @@ def _listing(request: HttpRequest) -> dict[str, Any]:
         page_number = data["page"] or 1
     chosen = {"entity": filters.entity, "state": filters.state, "kind": filters.kind}
     page = selectors.investigations_page(filters=filters, page=page_number)
+    # What each brief recalled of the last times, linked (`watch.recollection`); the page keeps its rows.
+    for investigation in page:
+        investigation.recollection = recollection_of(investigation)  # type: ignore[attr-defined]
     return {
         "form": form,
         "filters": filters,

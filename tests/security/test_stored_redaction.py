@@ -128,6 +128,7 @@ NOT_OUTSIDE_TEXT = {
     "oikos.ApprovalDecision.outcome": "an ApprovalDecision.Outcome choice",
     "oikos.TargetContext.target": "an Oikos entity slug, the cache key",
     "watch.Investigation.state": "an Investigation.State choice",
+    "watch.Investigation.recalled": "ids and counts of the earlier investigations its brief recalled",
     "watch.Investigation.skipped_reason": "one of Hermes's skip reasons",
     "watch.Investigation.first_event_id": "Oikos's event id (the SSE id)",
     "watch.WatchedEvent.event_id": "Oikos's event id (the SSE id), the claim",
