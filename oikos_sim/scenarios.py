@@ -150,7 +150,7 @@ def _gitea_bad_deployed(world: World) -> None:
         "operator:alice",
         "approved deploy",
         slug,
-        "apr-0001 via controlroom",
+        "via controlroom",
         "approved",
     )
     _audit(
@@ -354,7 +354,7 @@ def _vaultwarden_flapping(world: World) -> None:
     now = world.anchor
     slug = "service:vaultwarden"
     service = world.entities[slug]
-    service.attrs |= {"restarts": 9, "started_at": ago(now, minutes=12)}
+    service.attrs |= {"restarts": 9, "started_at": ago(now, minutes=10)}
     _signal(
         world,
         slug,
@@ -366,7 +366,7 @@ def _vaultwarden_flapping(world: World) -> None:
         count=9,
     )
     for restart in range(9):
-        down = ago(now, hours=6 - restart * 0.65, minutes=12)
+        down = ago(now, hours=(8 - restart) * 0.7, minutes=12)
         _timeline(world, down, "entity.health_changed", slug, "healthy -> down: killed by the OOM killer")
         _timeline(world, ago(down, minutes=-2), "entity.health_changed", slug, "down -> healthy")
     _journal(
