@@ -83,7 +83,8 @@ def _signal(
     count: int,
     state: str = "firing",
 ) -> None:
-    number = len(world.signals) + 1
+    # Numbered after the highest id, so a scenario that removed a seeded signal reuses no id.
+    number = max((int(signal.id.split("-")[1]) for signal in world.signals), default=0) + 1
     world.signals.append(
         Signal(f"sig-{number:04d}", slug, kind, severity, state, summary, first, last, count)  # type: ignore[arg-type]
     )
@@ -354,7 +355,7 @@ def _vaultwarden_flapping(world: World) -> None:
     now = world.anchor
     slug = "service:vaultwarden"
     service = world.entities[slug]
-    service.attrs |= {"restarts": 9, "started_at": ago(now, minutes=10)}
+    service.attrs |= {"restarts": 9, "started_at": ago(now, minutes=10), "memory_current_mib": 431}
     _signal(
         world,
         slug,

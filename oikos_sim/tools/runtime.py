@@ -52,7 +52,7 @@ def register_runtime_tools(mcp: MCPServer, state: SimState) -> None:
         entity = world.service_get(service)
         active = entity.state != "destroyed"
         pid = 200 + zlib.crc32(entity.slug.encode()) % 3000
-        memory_mib = 40 + zlib.crc32(entity.name.encode()) % 900
+        memory_mib = entity.attrs.get("memory_current_mib") or 40 + zlib.crc32(entity.name.encode()) % 900
         return json_result(
             {
                 "service": entity.slug,
