@@ -9,10 +9,11 @@ import pytest
 
 from evals.cases import Case, cases_load
 from oikos_sim.auth import DEFAULT_TOKENS, TokenTable
+from oikos_sim.replay import RecordedCall
 from oikos_sim.scenarios import SCENARIOS
 from oikos_sim.server import RunningSim, serve_in_thread
 from oikos_sim.state import state_create
-from tests.oikos_sim.clients import mcp_session
+from tests.oikos_sim.clients import mcp_session, tool_call
 
 CASES = cases_load()
 DIFFICULTIES = {"easy", "medium", "hard"}
@@ -72,3 +73,12 @@ async def test_every_tool_a_case_names_is_on_the_sim_surface(sim_tools: RunningS
     }
     unknown = {case_id: sorted(tools - surface) for case_id, tools in named.items() if tools - surface}
     assert not unknown, f"tools not on oikos_sim's MCP surface: {unknown}"
+
+
+@pytest.mark.parametrize("case", [case for case in CASES if case.world.recorded], ids=_ids)
+async def test_a_recorded_world_is_what_oikos_sim_answers(case: Case) -> None:
+    recording = [RecordedCall(**call.model_dump()) for call in case.world.recorded]
+    with serve_in_thread(replay=recording) as sim:
+        async with mcp_session(sim.mcp_url) as client:
+            for call in case.world.recorded:
+                assert await tool_call(client, call.tool, call.arguments) == call.result, f"{case.id}: {call.tool}"
