@@ -241,6 +241,8 @@ class ExecutionDesk:
                 "parked (give risk_class to park it anyway)."
             )
         checked = _params_check(params)
+        if reason is not None and (not isinstance(reason, str) or len(reason) > MAX_TEXT):
+            raise InvalidRequest(f"reason is a string of at most {MAX_TEXT} characters.")
         with self.lock:
             execution = Execution(
                 id=f"exe-{len(self.executions) + 1:04d}",
