@@ -195,20 +195,7 @@ class ExecutionDesk:
             self.executions[execution.id] = execution
             self._finished[execution.id] = asyncio.Event()
             if classification.needs_approval:
-                approval = Approval(
-                    id=f"apr-{len(self.approvals) + 1:04d}",
-                    execution_id=execution.id,
-                    target=execution.target,
-                    action=execution.action,
-                    risk_class=execution.risk_class,
-                    status="pending",
-                    requested_by=requested_by,
-                    requested_at=execution.requested_at,
-                    reason=reason,
-                )
-                self.approvals[approval.id] = approval
-                execution.approval_id = approval.id
-                self.events.publish("approval.created", self._approval_event(approval))
+                self._approval_open(execution)
             else:
                 execution.decided_by = "policy:auto-act"
                 execution.decided_at = execution.requested_at
@@ -222,6 +209,79 @@ class ExecutionDesk:
             result="requested",
         )
         return execution
+
+    def park(
+        self,
+        *,
+        target: str,
+        action: str,
+        requested_by: str = "agent:hermes",
+        risk_class: str | None = None,
+        reason: str | None = None,
+        params: dict[str, Any] | None = None,
+    ) -> Execution:
+        """An execution already waiting for an operator when the sim starts (`--pending-approval`).
+
+        It is recorded exactly as `request` records a parked one (execution `proposed`, approval
+        `pending`, `approval.created` published, audit row), so nothing tells it from a request made
+        a moment ago. `risk_class` may raise the policy's class (a recorded world's Oikos may
+        classify differently), never lower it to one Oikos runs without asking.
+        """
+        classification = classify(self.world, target, action)
+        risk: RiskClass = classification.risk_class
+        if risk_class is not None:
+            if risk_class not in ("config_mutation", "destructive"):
+                raise InvalidRequest(
+                    f"risk_class {risk_class!r} is not parked: only config_mutation and destructive wait for approval."
+                )
+            risk = risk_class  # type: ignore[assignment]
+        elif not classification.needs_approval:
+            raise InvalidRequest(
+                f"{classification.action} of {classification.target} is {risk}: Oikos runs it at once, it is never "
+                "parked (give risk_class to park it anyway)."
+            )
+        checked = _params_check(params)
+        if reason is not None and (not isinstance(reason, str) or len(reason) > MAX_TEXT):
+            raise InvalidRequest(f"reason is a string of at most {MAX_TEXT} characters.")
+        with self.lock:
+            execution = Execution(
+                id=f"exe-{len(self.executions) + 1:04d}",
+                target=classification.target,
+                action=classification.action,
+                risk_class=risk,
+                approval_mode="operator-approval",
+                status="proposed",
+                requested_by=requested_by,
+                requested_at=utc_now(),
+                reason=reason,
+                params=checked,
+            )
+            self.executions[execution.id] = execution
+            self._finished[execution.id] = asyncio.Event()
+            self._approval_open(execution)
+        detail = f"{risk}, operator-approval" + (f": {reason}" if reason else "")
+        self.world.audit_record(
+            actor=requested_by, action=execution.action, target=execution.target, detail=detail, result="requested"
+        )
+        return execution
+
+    def _approval_open(self, execution: Execution) -> Approval:
+        """The pending approval of a parked execution (called under `lock`)."""
+        approval = Approval(
+            id=f"apr-{len(self.approvals) + 1:04d}",
+            execution_id=execution.id,
+            target=execution.target,
+            action=execution.action,
+            risk_class=execution.risk_class,
+            status="pending",
+            requested_by=execution.requested_by,
+            requested_at=execution.requested_at,
+            reason=execution.reason,
+        )
+        self.approvals[approval.id] = approval
+        execution.approval_id = approval.id
+        self.events.publish("approval.created", self._approval_event(approval))
+        return approval
 
     async def finished(self, execution_id: str, *, within: float) -> Execution:
         """Wait up to ``within`` seconds for the execution to end; returns it either way."""

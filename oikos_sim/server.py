@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from types import TracebackType
+from typing import Any
 
 import uvicorn
 from starlette.applications import Starlette
@@ -24,6 +25,7 @@ from starlette.routing import Mount, Route
 
 from oikos_sim.auth import BearerAuthMiddleware, TokenTable, tokens_from_env
 from oikos_sim.pulse import fleet_pulse
+from oikos_sim.replay import RecordedCall
 from oikos_sim.rest import rest_routes
 from oikos_sim.state import SimState, state_create
 from oikos_sim.tools import mcp_server_build
@@ -153,15 +155,24 @@ def serve_in_thread(
     tokens: Mapping[str, str] | None = None,
     keep_alive_seconds: int = 5,
     scenarios: Iterable[str] = (),
+    replay: Iterable[RecordedCall] = (),
+    pending_approvals: Iterable[Mapping[str, Any]] = (),
 ) -> RunningSim:
     """Start oikos_sim on a background thread and return once it serves requests.
 
     ``tokens`` maps actor -> token (default: ``OIKOS_SIM_TOKENS`` or the development defaults);
-    ``scenarios`` name situations laid over the seed (oikos_sim/scenarios.py).
+    ``scenarios`` name situations laid over the seed (oikos_sim/scenarios.py), ``replay`` a recorded
+    world's answers (oikos_sim/replay.py), ``pending_approvals`` approvals parked before the first request.
     """
-    sock = socket_listen(host, port)
     table = TokenTable(tokens if tokens is not None else tokens_from_env(os.environ))
-    state = state_create(tokens=table, execution_seconds=execution_seconds, scenarios=scenarios)
+    state = state_create(
+        tokens=table,
+        execution_seconds=execution_seconds,
+        scenarios=scenarios,
+        replay=replay,
+        pending_approvals=pending_approvals,
+    )
+    sock = socket_listen(host, port)
     ready = threading.Event()
     app = app_build(state, host=host, signal_interval=signal_interval, heartbeat_seconds=heartbeat_seconds, ready=ready)
     server = uvicorn_server(app, keep_alive_seconds=keep_alive_seconds)

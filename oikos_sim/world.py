@@ -49,6 +49,8 @@ class World:
     activity: list[ActivityEntry]
     secrets: dict[str, list[SecretRef]]
     journal_extra: dict[str, list[tuple[datetime, str]]] = field(default_factory=dict)
+    # A scenario's replacement for a service's routine journal lines (oikos_sim/scenarios.py).
+    journal_routine: dict[str, tuple[str, ...]] = field(default_factory=dict)
     lock: threading.RLock = field(default_factory=threading.RLock)
 
     # -- lookups -------------------------------------------------------------------------------
@@ -169,7 +171,9 @@ class World:
     def journal_tail(self, slug: str, count: int, *, until: datetime | None = None) -> list[str]:
         """The last ``count`` journal lines of a service, oldest first."""
         until = until or utc_now()
-        generated = journal_generate(slug, until=until, count=count, incident_since=self.incident_since)
+        generated = journal_generate(
+            slug, until=until, count=count, incident_since=self.incident_since, routine=self.journal_routine.get(slug)
+        )
         with self.lock:
             extra = list(self.journal_extra.get(slug, []))
         merged = sorted(generated + extra, key=lambda pair: pair[0])

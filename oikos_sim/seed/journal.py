@@ -239,12 +239,17 @@ POSTGRES_INCIDENT = (
 
 
 def _journal_text(
-    slug: str, profile: JournalProfile, moment: datetime, index: int, incident_since: datetime | None
+    slug: str,
+    profile: JournalProfile,
+    moment: datetime,
+    index: int,
+    incident_since: datetime | None,
+    routine: tuple[str, ...],
 ) -> str:
     if slug == "service:postgres" and incident_since is not None and moment >= incident_since and index % 2 == 0:
         template = POSTGRES_INCIDENT[(index // 2) % len(POSTGRES_INCIDENT)]
         return template.format(segment=f"{index % 0xFF:08X}")
-    return profile.routine[index % len(profile.routine)]
+    return routine[index % len(routine)]
 
 
 def journal_format(profile: JournalProfile, moment: datetime, text: str) -> str:
@@ -254,12 +259,18 @@ def journal_format(profile: JournalProfile, moment: datetime, text: str) -> str:
 
 
 def journal_generate(
-    slug: str, *, until: datetime, count: int, incident_since: datetime | None = None
+    slug: str,
+    *,
+    until: datetime,
+    count: int,
+    incident_since: datetime | None = None,
+    routine: tuple[str, ...] | None = None,
 ) -> list[tuple[datetime, str]]:
     """The last ``count`` generated lines of ``slug`` up to ``until``, oldest first, as (time, line).
 
     ``incident_since`` is when postgres's archive failures began; its lines appear only after it.
     A message of several lines (a postgres DETAIL) becomes several journal lines, as journald prints it.
+    ``routine`` replaces the profile's routine lines (a scenario's, oikos_sim/scenarios.py).
     """
     profile = PROFILES[slug]
     step = profile.every_seconds
@@ -267,6 +278,6 @@ def journal_generate(
     lines: list[tuple[datetime, str]] = []
     for index in range(last_index - count + 1, last_index + 1):
         moment = datetime.fromtimestamp(index * step, tz=UTC)
-        text = _journal_text(slug, profile, moment, index, incident_since)
+        text = _journal_text(slug, profile, moment, index, incident_since, routine or profile.routine)
         lines.extend((moment, journal_format(profile, moment, part)) for part in text.split("\n"))
     return lines[-count:]

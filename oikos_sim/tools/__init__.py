@@ -9,6 +9,7 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import MCPServer
 
 from oikos_sim.auth import ACTOR_SCOPE_KEY
+from oikos_sim.replay import Replay
 from oikos_sim.state import SimState
 from oikos_sim.tools.actions import register_action_tools
 from oikos_sim.tools.history import register_history_tools
@@ -74,7 +75,8 @@ def mcp_server_build(state: SimState) -> MCPServer:
         version="0.14.2-sim",
         instructions=INSTRUCTIONS,
         log_level="WARNING",
-        middleware=[ActivityLedger(state)],
+        # A recorded world answers inside the ledger, so replayed calls are in it like any other.
+        middleware=[ActivityLedger(state), *([Replay(state.replay)] if state.replay else [])],
     )
     register_inventory_tools(mcp, state)
     register_knowledge_tools(mcp, state)

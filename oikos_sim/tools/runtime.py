@@ -52,7 +52,7 @@ def register_runtime_tools(mcp: MCPServer, state: SimState) -> None:
         entity = world.service_get(service)
         active = entity.state != "destroyed"
         pid = 200 + zlib.crc32(entity.slug.encode()) % 3000
-        memory_mib = 40 + zlib.crc32(entity.name.encode()) % 900
+        memory_mib = entity.attrs.get("memory_current_mib") or 40 + zlib.crc32(entity.name.encode()) % 900
         return json_result(
             {
                 "service": entity.slug,
@@ -90,5 +90,6 @@ def register_runtime_tools(mcp: MCPServer, state: SimState) -> None:
         if protocol in ("http", "https") or "public_url" in entity.attrs:
             result["status_code"] = 200 if reachable else None
         if "public_url" in entity.attrs or protocol == "https":
-            result["tls_days_left"] = _TLS_DAYS_LEFT
+            # One wildcard certificate fronts every public service; a scenario may bring its expiry near.
+            result["tls_days_left"] = world.entities["service:caddy"].attrs.get("tls_days_left", _TLS_DAYS_LEFT)
         return json_result(result)
