@@ -5,55 +5,86 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('agent', '0015_changes'),
-        ('watch', '0005_event_epoch_and_incident_time'),
+        ("agent", "0015_changes"),
+        ("watch", "0005_event_epoch_and_incident_time"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Schedule',
+            name="Schedule",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=100)),
-                ('kind', models.CharField(choices=[('question', 'Question'), ('digest', 'Digest')], default='question', max_length=10)),
-                ('question', models.TextField(blank=True)),
-                ('cron', models.CharField(max_length=100)),
-                ('timezone', models.CharField(default='UTC', max_length=64)),
-                ('matrix_room', models.CharField(blank=True, max_length=255)),
-                ('model', models.CharField(blank=True, max_length=100)),
-                ('may_propose', models.BooleanField(default=False)),
-                ('enabled', models.BooleanField(default=True)),
-                ('owner', models.CharField(max_length=150)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.CharField(max_length=100)),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[("question", "Question"), ("digest", "Digest")], default="question", max_length=10
+                    ),
+                ),
+                ("question", models.TextField(blank=True)),
+                ("cron", models.CharField(max_length=100)),
+                ("timezone", models.CharField(default="UTC", max_length=64)),
+                ("matrix_room", models.CharField(blank=True, max_length=255)),
+                ("model", models.CharField(blank=True, max_length=100)),
+                ("may_propose", models.BooleanField(default=False)),
+                ("enabled", models.BooleanField(default=True)),
+                ("owner", models.CharField(max_length=150)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
             ],
             options={
-                'db_table': 'watch_schedules',
-                'ordering': ['name', 'id'],
+                "db_table": "watch_schedules",
+                "ordering": ["name", "id"],
             },
         ),
         migrations.CreateModel(
-            name='ScheduleRun',
+            name="ScheduleRun",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('slot', models.DateTimeField()),
-                ('state', models.CharField(choices=[('running', 'Running'), ('done', 'Done'), ('failed', 'Failed'), ('skipped', 'Skipped')], default='running', max_length=10)),
-                ('skipped_reason', models.CharField(blank=True, max_length=40)),
-                ('turn_id', models.UUIDField(blank=True, null=True)),
-                ('owner', models.UUIDField(blank=True, null=True)),
-                ('verdict', models.CharField(blank=True, max_length=300)),
-                ('claimed_at', models.DateTimeField(auto_now_add=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('schedule', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='runs', to='watch.schedule')),
-                ('session', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='schedule_runs', to='agent.agentsession')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("slot", models.DateTimeField()),
+                (
+                    "state",
+                    models.CharField(
+                        choices=[
+                            ("running", "Running"),
+                            ("done", "Done"),
+                            ("failed", "Failed"),
+                            ("skipped", "Skipped"),
+                        ],
+                        default="running",
+                        max_length=10,
+                    ),
+                ),
+                ("skipped_reason", models.CharField(blank=True, max_length=40)),
+                ("turn_id", models.UUIDField(blank=True, null=True)),
+                ("owner", models.UUIDField(blank=True, null=True)),
+                ("by", models.CharField(blank=True, max_length=150)),
+                ("verdict", models.CharField(blank=True, max_length=300)),
+                ("claimed_at", models.DateTimeField(auto_now_add=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "schedule",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="runs", to="watch.schedule"
+                    ),
+                ),
+                (
+                    "session",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="schedule_runs",
+                        to="agent.agentsession",
+                    ),
+                ),
             ],
             options={
-                'db_table': 'watch_schedule_runs',
-                'ordering': ['-slot'],
-                'indexes': [models.Index(fields=['-claimed_at'], name='watch_sched_run_claimed_idx')],
-                'constraints': [models.UniqueConstraint(fields=('schedule', 'slot'), name='watch_schedule_slot_claim')],
+                "db_table": "watch_schedule_runs",
+                "ordering": ["-slot"],
+                "indexes": [models.Index(fields=["-claimed_at"], name="watch_sched_run_claimed_idx")],
+                "constraints": [models.UniqueConstraint(fields=("schedule", "slot"), name="watch_schedule_slot_claim")],
             },
         ),
     ]
