@@ -3,14 +3,20 @@ refused with what is wrong, and nothing is stored; a good one is stored and list
 
 from __future__ import annotations
 
+import asyncio
+import datetime
 import io
+import os
 
 import pytest
 from django.core.management import CommandError, call_command
 from django.test import Client
 from django.urls import reverse
 
-from agent.models import AgentSession
+from agent.doctor.checks import Status
+from agent.models import AgentSession, Instance
+from agent.presence import host_identity
+from watch.doctor import schedules_check
 from watch.models import Schedule, ScheduleRun
 
 pytestmark = pytest.mark.django_db
@@ -118,3 +124,50 @@ class TestAdmin:
         assert page.status_code == 200
         assert "&lt;b&gt;All green.&lt;/b&gt;" in page.content.decode()
         assert auditor.get(reverse("admin:watch_schedulerun_add")).status_code == 403
+
+
+@pytest.mark.django_db(transaction=True)
+class TestReports:
+    """`/metrics` and `doctor`: each schedule's last and next run and its skipped slots (read by
+    other threads, as a scrape and the doctor read them: the rows are committed)."""
+
+    def _rows(self) -> Schedule:
+        schedule = Schedule.objects.create(name="morning digest", kind="digest", cron="0 7 * * *", owner="alice")
+        slot = datetime.datetime(2026, 12, 5, 7, tzinfo=datetime.UTC)
+        ScheduleRun.objects.create(schedule=schedule, slot=slot, state="done", verdict="All green.")
+        for days in (1, 2):
+            ScheduleRun.objects.create(
+                schedule=schedule, slot=slot - datetime.timedelta(days=days), state="skipped", skipped_reason="missed"
+            )
+        return schedule
+
+    def test_metrics_show_the_last_and_next_run_and_the_skipped_slots(self, client: Client) -> None:
+        schedule = self._rows()
+        metrics = client.get("/metrics").content.decode()
+        labels = f'name="morning digest",schedule="{schedule.pk}"'
+        last = datetime.datetime(2026, 12, 5, 7, tzinfo=datetime.UTC).timestamp()
+        values = {
+            line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
+            for line in metrics.splitlines()
+            if line.startswith("hermes_schedule_")
+        }
+        assert values[f"hermes_schedule_last_run_timestamp_seconds{{{labels}}}"] == last
+        assert f'hermes_schedule_last_run_state{{{labels},state="done"}} 1.0' in metrics
+        assert f'hermes_schedule_last_run_state{{{labels},state="failed"}} 0.0' in metrics
+        assert f"hermes_schedule_skipped_slots{{{labels}}} 2.0" in metrics
+        assert f"hermes_schedule_next_run_timestamp_seconds{{{labels}}}" in metrics
+
+    def test_doctor_lists_the_schedules_and_warns_with_no_watcher_or_a_failed_run(self) -> None:
+        schedule = self._rows()
+        result = asyncio.run(schedules_check(5))
+        assert result.status == Status.WARN and "no `manage.py watch` is running" in result.detail
+        assert f"#{schedule.pk} morning digest: next " in result.detail
+        assert "last 2026-12-05 07:00 UTC done (All green.)" in result.detail and "2 skipped" in result.detail
+
+        Instance.objects.create(role="watch", host=host_identity(), pid=os.getpid(), pid_started="")
+        assert asyncio.run(schedules_check(5)).status == Status.OK
+        ScheduleRun.objects.create(
+            schedule=schedule, slot=datetime.datetime(2026, 12, 6, 7, tzinfo=datetime.UTC), state="failed"
+        )
+        result = asyncio.run(schedules_check(5))
+        assert result.status == Status.WARN and f"the last run of #{schedule.pk} morning digest failed" in result.detail
