@@ -8,14 +8,19 @@ scripted fake Anthropic server, the tools oikos_sim's.
 
 from __future__ import annotations
 
+import asyncio
 import datetime
+import subprocess
+import uuid
 
 import pytest
 from channels.db import database_sync_to_async
 from django.utils import timezone
 from pytest_django.fixtures import Settings
 
-from agent.models import AgentSession, Turn
+from agent.engine import runner
+from agent.models import AgentSession, Instance, Message, Turn
+from agent.presence import host_identity
 from agent.tools.hub import ToolHub
 from tests.fakes import FakeAnthropic
 from tests.fakes.anthropic_script import Reply
@@ -161,3 +166,75 @@ def test_the_verdict_is_the_first_non_empty_line_as_plain_text() -> None:
     assert verdict_of("- `caddy` is **down**") == "caddy is down"
     assert verdict_of("x" * 400) == "x" * 300
     assert verdict_of("") == ""
+
+
+async def test_a_watcher_stopping_mid_run_records_the_run_failed_interrupted(
+    llm: FakeAnthropic, oikos_hub: ToolHub
+) -> None:
+    # The model starts answering, then says nothing more: the run is mid-turn.
+    asked = asyncio.Event()
+    loop = asyncio.get_running_loop()
+
+    def responder(request: dict) -> Reply:
+        loop.call_soon_threadsafe(asked.set)
+        return Reply.stall(after_events=3)
+
+    llm.responder = responder
+    _schedule, clock = await _start()
+
+    async with schedulers_running(oikos_hub, clock, 1) as schedulers:
+        clock.advance(minute_next(clock.at) + datetime.timedelta(seconds=1))
+        await clock.sleeping(1)
+        await asyncio.wait_for(asked.wait(), 20)
+        # What `manage.py watch` does on SIGTERM (agent/engine/runner.py `turns_shutdown`), turn by turn.
+        for handle in runner.running.handles():
+            handle.interrupt("Hermes's watcher was stopped (SIGTERM).")
+        await asyncio.gather(*schedulers[0].runs)
+
+    ((_slot, state, reason, _verdict),) = await database_sync_to_async(_runs)()
+    assert (state, reason) == ("failed", "interrupted")
+    turn = await database_sync_to_async(Turn.objects.get)()
+    assert turn.status == "interrupted"
+
+
+def _dead_watcher() -> uuid.UUID:
+    """The presence of a watcher process that was killed: its pid runs no more."""
+    process = subprocess.Popen(["true"])
+    process.wait()
+    return Instance.objects.create(role="watch", host=host_identity(), pid=process.pid, pid_started="1").pk
+
+
+async def test_runs_a_dead_watcher_left_running_are_closed_when_a_watcher_starts(
+    llm: FakeAnthropic, oikos_hub: ToolHub
+) -> None:
+    def left() -> tuple[ScheduleRun, ScheduleRun]:
+        schedule = _schedule(cron="0 7 * * *")
+        dead = _dead_watcher()
+        slot = datetime.datetime(2026, 12, 5, 7, tzinfo=datetime.UTC)
+        # Killed mid-turn: the turn is still `running`, its process gone.
+        cut = AgentSession.objects.create(actor="agent:hermes", origin="schedule", title="cut")
+        cut_turn = Turn.objects.create(session=cut, actor="agent:hermes", status="running", owner=dead)
+        # Killed after its turn ended, before the run was recorded.
+        ended = AgentSession.objects.create(actor="agent:hermes", origin="schedule", title="ended")
+        ended_turn = Turn.objects.create(session=ended, actor="agent:hermes", status="done", owner=dead)
+        Message.objects.create(
+            session=ended, turn=ended_turn, role="assistant", content=[{"type": "text", "text": "All green.\nok"}]
+        )
+        return (
+            ScheduleRun.objects.create(schedule=schedule, slot=slot, owner=dead, session=cut, turn_id=cut_turn.pk),
+            ScheduleRun.objects.create(
+                schedule=schedule, slot=slot + MINUTE, owner=dead, session=ended, turn_id=ended_turn.pk
+            ),
+        )
+
+    cut, ended = await database_sync_to_async(left)()
+    clock = TestClock(timezone.now())
+    async with schedulers_running(oikos_hub, clock, 1):
+        pass
+
+    def reload(run: ScheduleRun) -> tuple[str, str, str]:
+        run = ScheduleRun.objects.get(pk=run.pk)
+        return run.state, run.skipped_reason, run.verdict
+
+    assert await database_sync_to_async(reload)(cut) == ("failed", "interrupted", "")
+    assert await database_sync_to_async(reload)(ended) == ("done", "", "All green.")
