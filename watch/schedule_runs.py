@@ -76,6 +76,16 @@ def slot_latest(schedule: Schedule, now: datetime.datetime) -> datetime.datetime
     return found.astimezone(datetime.UTC)
 
 
+def slot_repeated(schedule: Schedule, slot: datetime.datetime) -> bool:
+    """Whether `slot` is the second occurrence of its wall-clock time (the hour clocks go back
+    repeats): it is not run, so a daily 01:30 runs once that night, at the first 01:30.
+
+    (The hour clocks skip needs nothing: croniter moves a slot inside it to the hour's end, 02:00.)
+    """
+    local = slot.astimezone(zoneinfo.ZoneInfo(schedule.timezone))
+    return local.fold == 1 and local.replace(fold=0).utcoffset() != local.utcoffset()
+
+
 def slots_between(
     schedule: Schedule, after: datetime.datetime, before: datetime.datetime, *, limit: int
 ) -> list[datetime.datetime]:
@@ -87,7 +97,8 @@ def slots_between(
         slot = walk.get_prev(datetime.datetime).astimezone(datetime.UTC)
         if slot <= after:
             break
-        found.append(slot)
+        if not slot_repeated(schedule, slot):
+            found.append(slot)
     return found[::-1]
 
 
@@ -179,7 +190,9 @@ def _floor(schedule: Schedule, *, before: datetime.datetime) -> datetime.datetim
 def slot_due(schedule: Schedule, now: datetime.datetime) -> datetime.datetime | None:
     """The slot to run now (`slot_latest`, if later than the floor and not claimed yet), else None."""
     latest = slot_latest(schedule, now)
-    if latest <= _floor(schedule, before=latest + datetime.timedelta(microseconds=1)):
+    if slot_repeated(schedule, latest) or latest <= _floor(
+        schedule, before=latest + datetime.timedelta(microseconds=1)
+    ):
         return None
     return latest
 

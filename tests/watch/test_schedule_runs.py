@@ -26,7 +26,7 @@ from tests.fakes import FakeAnthropic
 from tests.fakes.anthropic_script import Reply
 from tests.watch.schedule_clock import TestClock, minute_next, runs_settled, schedulers_running
 from watch.models import Schedule, ScheduleRun
-from watch.schedule_runs import schedule_run_now, verdict_of
+from watch.schedule_runs import run_claim, schedule_run_now, slot_due, verdict_of
 from watch.schedules import ScheduleSpec, schedule_create
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -238,3 +238,30 @@ async def test_runs_a_dead_watcher_left_running_are_closed_when_a_watcher_starts
 
     assert await database_sync_to_async(reload)(cut) == ("failed", "interrupted", "")
     assert await database_sync_to_async(reload)(ended) == ("done", "", "All green.")
+
+
+@pytest.mark.parametrize(
+    ("night", "expected"),
+    [
+        # Clocks go back at 02:00 WEST: 01:30 comes twice, the daily run once, at the first.
+        (datetime.datetime(2027, 10, 30, 23, tzinfo=datetime.UTC), [datetime.datetime(2027, 10, 31, 0, 30)]),
+        # Clocks go forward at 01:00 WET: there is no 01:30, the run is at 02:00 WEST, just after.
+        (datetime.datetime(2027, 3, 27, 23, tzinfo=datetime.UTC), [datetime.datetime(2027, 3, 28, 1, 0)]),
+    ],
+)
+def test_a_daily_slot_runs_once_on_the_nights_the_clocks_change(
+    night: datetime.datetime, expected: list[datetime.datetime]
+) -> None:
+    schedule = _schedule(cron="30 1 * * *", timezone="Europe/Lisbon")
+    # Saved that evening: the slots before it are not caught up.
+    Schedule.objects.filter(pk=schedule.pk).update(updated_at=night)
+    schedule.refresh_from_db()
+    # A watcher looking every minute through the night.
+    for minute in range(4 * 60):
+        now = night + minute * MINUTE
+        slot = slot_due(schedule, now)
+        if slot is not None:
+            run_claim(schedule_id=schedule.pk, slot=slot, owner=None)
+    ran = [run.slot for run in ScheduleRun.objects.exclude(state="skipped")]
+    assert ran == [when.replace(tzinfo=datetime.UTC) for when in expected]
+    assert not ScheduleRun.objects.filter(state="skipped").exists()
