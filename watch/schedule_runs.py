@@ -295,8 +295,11 @@ def runs_recover(*, watcher: uuid.UUID | None) -> list[int]:
 # --- the turn -----------------------------------------------------------------------------------------
 
 
-async def run_turn(claimed: Claimed, *, hub: ToolHub) -> ScheduleRun:
-    """Ask the claimed run's question as a turn, wait for it, and record how it went."""
+async def run_turn(claimed: Claimed, *, hub: ToolHub) -> ScheduleRun | None:
+    """Ask the claimed run's question as a turn, wait for it, and record how it went.
+
+    None when the schedule was removed meanwhile (its runs' records with it; the session stays).
+    """
     await schedules_changed_publish(claimed.schedule_id)
     try:
         handle = await turn_registry().start(
@@ -320,12 +323,12 @@ async def run_turn(claimed: Claimed, *, hub: ToolHub) -> ScheduleRun:
             # Cancelled (the watcher stops): the turn was interrupted or runs on; recorded either way.
             await asyncio.shield(database_sync_to_async(run_finish)(run_id=claimed.run_id, turn_id=handle.turn_id))
     await schedules_changed_publish(claimed.schedule_id)
-    return await database_sync_to_async(ScheduleRun.objects.get)(pk=claimed.run_id)
+    return await database_sync_to_async(ScheduleRun.objects.filter(pk=claimed.run_id).first)()
 
 
 async def schedule_run_now(
     schedule_id: int, *, by: str, hub: ToolHub | None = None, now: datetime.datetime | None = None
-) -> ScheduleRun:
+) -> ScheduleRun | None:
     """Run a schedule once now, by hand (`by`: who asked), and wait for its end; a disabled one too.
 
     Its slot is now, off the whole minute, so it never takes a cron slot's claim.
@@ -361,7 +364,7 @@ class Scheduler:
         self.sleep = sleep
         self.poll = poll
         # The runs this watcher claimed and runs (the command waits for them at shutdown).
-        self.runs: set[asyncio.Task[ScheduleRun]] = set()
+        self.runs: set[asyncio.Task[ScheduleRun | None]] = set()
 
     async def run(self) -> None:
         """Run the schedules forever (cancel to stop); first close what stopped watchers left."""
@@ -402,7 +405,7 @@ class Scheduler:
         self.runs.add(task)
         task.add_done_callback(self.runs.discard)
 
-    async def _run(self, claimed: Claimed) -> ScheduleRun:
+    async def _run(self, claimed: Claimed) -> ScheduleRun | None:
         try:
             return await run_turn(claimed, hub=self.hub)
         except Exception:

@@ -149,6 +149,7 @@ async def test_the_digest_verdict_is_the_first_line_and_it_is_told_when_the_last
 
     first = await schedule_run_now(digest.pk, by="alice", hub=oikos_hub)
     second = await schedule_run_now(digest.pk, by="alice", hub=oikos_hub)
+    assert first is not None and second is not None
 
     assert (first.state, first.verdict) == ("done", "2 degraded, 1 approval waiting.")
     assert (second.state, second.verdict) == ("done", "2 degraded, 1 approval waiting.")
@@ -265,3 +266,30 @@ def test_a_daily_slot_runs_once_on_the_nights_the_clocks_change(
     ran = [run.slot for run in ScheduleRun.objects.exclude(state="skipped")]
     assert ran == [when.replace(tzinfo=datetime.UTC) for when in expected]
     assert not ScheduleRun.objects.filter(state="skipped").exists()
+
+
+async def test_a_schedule_removed_while_it_runs_loses_its_records_but_not_its_session(
+    llm: FakeAnthropic, oikos_hub: ToolHub
+) -> None:
+    asked = asyncio.Event()
+    loop = asyncio.get_running_loop()
+
+    def responder(request: dict) -> Reply:
+        loop.call_soon_threadsafe(asked.set)
+        return Reply.stall(after_events=3)
+
+    llm.responder = responder
+    schedule, clock = await _start()
+
+    async with schedulers_running(oikos_hub, clock, 1) as schedulers:
+        clock.advance(minute_next(clock.at) + datetime.timedelta(seconds=1))
+        await clock.sleeping(1)
+        await asyncio.wait_for(asked.wait(), 20)
+        await database_sync_to_async(Schedule.objects.filter(pk=schedule.pk).delete)()
+        for handle in runner.running.handles():
+            handle.interrupt("Hermes's watcher was stopped (SIGTERM).")
+        # The run ends quietly: nothing left to record it on.
+        assert await asyncio.gather(*schedulers[0].runs) == [None]
+
+    assert await database_sync_to_async(_runs)() == []
+    assert await database_sync_to_async(_sessions)() != []

@@ -13,6 +13,7 @@ import getpass
 import zoneinfo
 from typing import Any
 
+from asgiref.sync import async_to_sync
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from agent import presence
@@ -22,7 +23,7 @@ from agent.tools.config import MCPConfigError
 from agent.tools.hub import tool_hub
 from watch.models import Schedule, ScheduleRun
 from watch.schedule_runs import schedule_run_now
-from watch.schedules import ScheduleInvalid, ScheduleSpec, schedule_create
+from watch.schedules import ScheduleInvalid, ScheduleSpec, schedule_create, schedules_changed_publish
 from watch.selectors import ScheduleRow, schedule_rows
 
 EXIT_REFUSED = 2
@@ -66,11 +67,13 @@ class Command(BaseCommand):
             self._run(options["id"])
         elif action == "remove":
             _schedule(options["id"]).delete()
+            _changed(options["id"])
             self.stdout.write(f"removed schedule {options['id']}")
         else:
             schedule = _schedule(options["id"])
             schedule.enabled = action == "enable"
             schedule.save(update_fields=["enabled", "updated_at"])
+            _changed(schedule.pk)
             self.stdout.write(f"schedule {schedule.pk} {action}d")
 
     def _add(self, options: dict[str, Any]) -> None:
@@ -92,6 +95,7 @@ class Command(BaseCommand):
             schedule = schedule_create(spec, owner=options["owner"] or f"operator:{getpass.getuser()}")
         except ScheduleInvalid as exc:
             raise CommandError(str(exc), returncode=EXIT_REFUSED) from None
+        _changed(schedule.pk)
         (row,) = [row for row in schedule_rows() if row.id == schedule.pk]
         self.stdout.write(f"added schedule {schedule.pk} ({schedule.name}): next run {_when(row)}")
 
@@ -116,6 +120,8 @@ class Command(BaseCommand):
             run = asyncio.run(_run_now(schedule_id))
         finally:
             presence.presence_stop()
+        if run is None:
+            raise CommandError(f"schedule {schedule_id} was removed while it ran", returncode=1)
         if run.state != ScheduleRun.State.DONE:
             raise CommandError(f"the run was {run.state}: {run.skipped_reason or 'no reason recorded'}", returncode=1)
         self.stdout.write(run.verdict or "(the answer had no text)")
@@ -123,7 +129,7 @@ class Command(BaseCommand):
             self.stdout.write(f"session {run.session_id}")
 
 
-async def _run_now(schedule_id: int) -> ScheduleRun:
+async def _run_now(schedule_id: int) -> ScheduleRun | None:
     try:
         hub = tool_hub()
     except MCPConfigError as exc:
@@ -133,6 +139,11 @@ async def _run_now(schedule_id: int) -> ScheduleRun:
     finally:
         await turn_registry_close()
         await hub.aclose()
+
+
+def _changed(schedule_id: int) -> None:
+    """Tell open pages (through the channel layer: with Redis, in every process) to redraw."""
+    async_to_sync(schedules_changed_publish)(schedule_id)
 
 
 def _schedule(schedule_id: int) -> Schedule:
