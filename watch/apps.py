@@ -10,8 +10,10 @@ class WatchConfig(AppConfig):
 
     def ready(self) -> None:
         from agent.doctor.checks import check_register
-        from watch.doctor import watcher_check
-        from watch.metrics import watch_collector_register
+        from watch.doctor import schedules_check, watcher_check
+        from watch.metrics import schedule_collector_register, watch_collector_register
 
         watch_collector_register()
+        schedule_collector_register()
         check_register("watcher", watcher_check)
+        check_register("schedules", schedules_check)

@@ -1,12 +1,16 @@
-"""`doctor`'s watcher row: is a `manage.py watch` running, and how late does it claim Oikos's events?"""
+"""`doctor`'s watcher rows: is a `manage.py watch` running, how late does it claim Oikos's events,
+and how do the schedules it runs stand?"""
 
 from __future__ import annotations
+
+import zoneinfo
 
 from channels.db import database_sync_to_async
 from django.conf import settings
 
 from agent.doctor.checks import CheckResult, Status, exception_text
-from watch.selectors import watch_status
+from watch.models import ScheduleRun
+from watch.selectors import ScheduleRow, WatchStatus, schedule_rows, watch_status
 
 
 async def watcher_check(seconds: float) -> CheckResult:
@@ -36,3 +40,43 @@ async def watcher_check(seconds: float) -> CheckResult:
         f"at {status.last_claimed_at:%Y-%m-%d %H:%M:%S}{lag}"
     )
     return CheckResult("watcher", Status.OK, detail)
+
+
+async def schedules_check(seconds: float) -> CheckResult:
+    """Each schedule's next and last run and skipped slots; a warning when one's last run failed, or
+    when schedules are enabled and no `manage.py watch` runs them."""
+    try:
+        rows, status = await database_sync_to_async(_schedules_read)()
+    except Exception as exc:
+        return CheckResult("schedules", Status.FAIL, f"cannot read the schedules: {exception_text(exc)}")
+    if not rows:
+        return CheckResult("schedules", Status.SKIP, "none (manage.py schedule add --cron '0 7 * * *' --digest)")
+    detail = "; ".join(_schedule_line(row) for row in rows)
+    failed = [row for row in rows if row.enabled and row.last_state == ScheduleRun.State.FAILED]
+    enabled = [row for row in rows if row.enabled]
+    if enabled and not status.watchers:
+        return CheckResult(
+            "schedules", Status.WARN, f"no `manage.py watch` is running: {len(enabled)} enabled never run — {detail}"
+        )
+    if failed:
+        names = ", ".join(f"#{row.id} {row.name}" for row in failed)
+        return CheckResult("schedules", Status.WARN, f"the last run of {names} failed — {detail}")
+    return CheckResult("schedules", Status.OK, detail)
+
+
+def _schedules_read() -> tuple[list[ScheduleRow], WatchStatus]:
+    return schedule_rows(), watch_status()
+
+
+def _schedule_line(row: ScheduleRow) -> str:
+    upcoming = (
+        f"next {row.next_run.astimezone(zoneinfo.ZoneInfo(row.timezone)):%Y-%m-%d %H:%M %Z}"
+        if row.next_run
+        else "disabled"
+    )
+    last = "never ran"
+    if row.last_slot is not None:
+        said = row.last_verdict or row.last_reason
+        last = f"last {row.last_slot:%Y-%m-%d %H:%M} UTC {row.last_state}" + (f" ({said[:60]})" if said else "")
+    skipped = f", {row.skipped} skipped" if row.skipped else ""
+    return f"#{row.id} {row.name}: {upcoming}, {last}{skipped}"

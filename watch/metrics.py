@@ -3,7 +3,8 @@
 The watcher is a process of its own and serves no HTTP, so counters kept in its memory would never
 reach Prometheus; and with several watchers, each would hold a part. The claimed events are rows,
 so any Daphne process can report all of them: events seen, by what they led to, and investigations
-skipped, by reason. (Gauges of totals, not counters: they are the database's running totals.)
+skipped, by reason; and each schedule's last and next run and its skipped slots. (Gauges of
+totals, not counters: they are the database's running totals.)
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from typing import Any
 from prometheus_client.core import GaugeMetricFamily
 
 from common.metrics import DatabaseCollector, collector_register
-from watch.models import WatchedEvent
+from watch.models import ScheduleRun, WatchedEvent
+from watch.selectors import ScheduleRow, schedule_rows
 
 EVENTS = ("hermes_watch_events", "Oikos events claimed by the watchers, by what they led to.")
 SKIPPED = ("hermes_investigations_skipped", "Investigations recorded without a model call, by reason.")
@@ -43,3 +45,48 @@ class WatchCollector(DatabaseCollector[dict[str, Any]]):
 def watch_collector_register() -> None:
     """Add the watcher's figures to the default registry, once per process."""
     collector_register(WatchCollector())
+
+
+SCHEDULE_LABELS = ["schedule", "name"]
+SCHEDULE_LAST_RUN = ("hermes_schedule_last_run_timestamp_seconds", "When each schedule's latest run's slot was.")
+SCHEDULE_LAST_STATE = (
+    "hermes_schedule_last_run_state",
+    "1 for the state of each schedule's latest run (running, done, failed, skipped; missed slots aside).",
+)
+SCHEDULE_NEXT_RUN = ("hermes_schedule_next_run_timestamp_seconds", "When each enabled schedule runs next.")
+SCHEDULE_SKIPPED = ("hermes_schedule_skipped_slots", "Slots of each schedule recorded skipped (missed, budget, ...).")
+
+
+class ScheduleCollector(DatabaseCollector[list[ScheduleRow]]):
+    """Per schedule, labelled by its id and its name (names need not be unique; ids are)."""
+
+    subject = "schedules"
+
+    def describe(self) -> Iterator[GaugeMetricFamily]:
+        for name, help_text in (SCHEDULE_LAST_RUN, SCHEDULE_NEXT_RUN, SCHEDULE_SKIPPED):
+            yield GaugeMetricFamily(name, help_text, labels=SCHEDULE_LABELS)
+        yield GaugeMetricFamily(*SCHEDULE_LAST_STATE, labels=[*SCHEDULE_LABELS, "state"])
+
+    def counts_read(self) -> list[ScheduleRow]:
+        return schedule_rows()
+
+    def families_build(self, rows: list[ScheduleRow]) -> Iterator[GaugeMetricFamily]:
+        last = GaugeMetricFamily(*SCHEDULE_LAST_RUN, labels=SCHEDULE_LABELS)
+        state = GaugeMetricFamily(*SCHEDULE_LAST_STATE, labels=[*SCHEDULE_LABELS, "state"])
+        upcoming = GaugeMetricFamily(*SCHEDULE_NEXT_RUN, labels=SCHEDULE_LABELS)
+        skipped = GaugeMetricFamily(*SCHEDULE_SKIPPED, labels=SCHEDULE_LABELS)
+        for row in rows:
+            labels = [str(row.id), row.name]
+            if row.last_slot is not None:
+                last.add_metric(labels, row.last_slot.timestamp())
+                for value in ScheduleRun.State.values:
+                    state.add_metric([*labels, value], 1.0 if row.last_state == value else 0.0)
+            if row.next_run is not None:
+                upcoming.add_metric(labels, row.next_run.timestamp())
+            skipped.add_metric(labels, row.skipped)
+        yield from (last, state, upcoming, skipped)
+
+
+def schedule_collector_register() -> None:
+    """Add the schedules' figures to the default registry, once per process."""
+    collector_register(ScheduleCollector())

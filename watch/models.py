@@ -161,7 +161,8 @@ class ScheduleRun(models.Model):
         DONE = "done"
         FAILED = "failed"  # the turn ended in error, or was interrupted
         # Not run: `skipped_reason` says why ("missed": the watchers were down over the slot and a
-        # later slot ran instead; "budget": the daily budget was spent; "disabled"...).
+        # later slot ran instead; "budget_exhausted": the daily budget was spent; ... any code of
+        # `agent.engine.runner.TurnRejected`). A failed run says why there too ("interrupted", "error").
         SKIPPED = "skipped"
 
     schedule = models.ForeignKey(Schedule, on_delete=models.CASCADE, related_name="runs")
@@ -175,6 +176,9 @@ class ScheduleRun(models.Model):
     turn_id = models.UUIDField(null=True, blank=True)
     # The watcher process that claimed it (`Instance.id`).
     owner = models.UUIDField(null=True, blank=True)
+    # Who ran it by hand (`manage.py schedule run`, the Schedules page); "" for a cron slot. A
+    # manual run's slot is its time, off the whole minute, so it never takes a cron slot's claim.
+    by = models.CharField(max_length=150, blank=True)
     # The answer's first line: "All green." / "2 degraded, 1 approval waiting."
     verdict = RedactedCharField(max_length=300, blank=True)
     claimed_at = models.DateTimeField(auto_now_add=True)

@@ -141,9 +141,16 @@ def schedule_update(schedule_id: int, spec: ScheduleSpec) -> Schedule:
     return schedule
 
 
-def schedule_question(schedule: Schedule) -> str:
-    """What a run of the schedule asks."""
-    return DIGEST_QUESTION if schedule.kind == Schedule.Kind.DIGEST else schedule.question
+def schedule_question(schedule: Schedule, *, since: datetime.datetime | None = None) -> str:
+    """What a run of the schedule asks; a digest is told when the last one ran (`since`, else none did)."""
+    if schedule.kind != Schedule.Kind.DIGEST:
+        return schedule.question
+    if since is None:
+        return (
+            f'{DIGEST_QUESTION}\n\nNo digest ran before this one: "since the last digest" means in the last 24 hours.'
+        )
+    when = since.astimezone(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return f'{DIGEST_QUESTION}\n\nThe last digest ran at {when}: "since the last digest" means since {when}.'
 
 
 async def schedules_changed_publish(schedule_id: int | None = None) -> None:

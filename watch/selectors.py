@@ -9,12 +9,14 @@ from typing import Any, cast
 
 from django.core.paginator import Page, Paginator
 from django.db.models import Count, Q
+from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from agent import presence
 from agent.models import Change, Instance
 from oikos.change_view import session_change_views
-from watch.models import Investigation, WatchedEvent
+from watch.models import Investigation, Schedule, ScheduleRun, WatchedEvent
+from watch.schedules import slot_next
 
 
 @dataclass(frozen=True)
@@ -176,3 +178,63 @@ SETTLED = (Change.FollowUp.DONE, Change.FollowUp.SKIPPED)
 
 def investigation_newest_id() -> int:
     return Investigation.objects.order_by("-id").values_list("id", flat=True).first() or 0
+
+
+# --- schedules (`manage.py schedule list`, `doctor`, `/metrics`) ----------------------------------------
+
+
+@dataclass(frozen=True)
+class ScheduleRow:
+    """A schedule as the operator checks it: when it runs next, how its last run went."""
+
+    id: int
+    name: str
+    kind: str
+    cron: str
+    timezone: str
+    enabled: bool
+    matrix_room: str
+    next_run: datetime | None  # None when disabled
+    last_slot: datetime | None  # the newest run that was not skipped as missed
+    last_state: str
+    last_reason: str
+    last_verdict: str
+    last_finished_at: datetime | None
+    skipped: int  # slots recorded skipped, every reason
+
+
+def schedule_rows(now: datetime | None = None) -> list[ScheduleRow]:
+    """Every schedule with its next slot and its latest run (missed slots aside), by name."""
+    now = now or timezone.now()
+    schedules = list(Schedule.objects.all())
+    skipped = dict(
+        ScheduleRun.objects.filter(state=ScheduleRun.State.SKIPPED)
+        .values_list("schedule_id")
+        .annotate(n=Count("id"))
+        .values_list("schedule_id", "n")
+    )
+    latest: dict[int, ScheduleRun] = {}
+    for run in ScheduleRun.objects.exclude(skipped_reason="missed").order_by("schedule_id", "-slot"):
+        latest.setdefault(run.schedule_id, run)
+    rows = []
+    for schedule in schedules:
+        last = latest.get(schedule.pk)
+        rows.append(
+            ScheduleRow(
+                id=schedule.pk,
+                name=schedule.name,
+                kind=schedule.kind,
+                cron=schedule.cron,
+                timezone=schedule.timezone,
+                enabled=schedule.enabled,
+                matrix_room=schedule.matrix_room,
+                next_run=slot_next(schedule, now) if schedule.enabled else None,
+                last_slot=last.slot if last else None,
+                last_state=last.state if last else "",
+                last_reason=last.skipped_reason if last else "",
+                last_verdict=last.verdict if last else "",
+                last_finished_at=last.finished_at if last else None,
+                skipped=skipped.get(schedule.pk, 0),
+            )
+        )
+    return rows

@@ -266,8 +266,11 @@ async def turn_start(
         kind=kind,
         turn_tokens=budgets.turn_tokens,
         # The reserve is for operators' questions and investigations of critical signals; a peer's
-        # turn and a follow-up Hermes runs on its own (watch/followups.py) leave it alone.
-        reserve=critical if kind == "investigation" else not actor.startswith("peer:") and origin != "followup",
+        # turn, a follow-up Hermes runs on its own (watch/followups.py) and a scheduled question
+        # (watch/schedule_runs.py) leave it alone.
+        reserve=critical
+        if kind == "investigation"
+        else not actor.startswith("peer:") and origin not in ("followup", "schedule"),
         peer=peer,
     )
     hub = hub or tool_hub()

@@ -56,6 +56,7 @@ def test_a_healthy_setup_prints_every_row_ok_and_exits_0(env: dict[str, str], mc
         "oikos rest",
         "llm",
         "watcher",
+        "schedules",
         "matrix",
         "persona",
         "budget",
@@ -63,6 +64,8 @@ def test_a_healthy_setup_prints_every_row_ok_and_exits_0(env: dict[str, str], mc
     ]
     # No `manage.py watch` ever ran here: investigations are not deployed, which is not a fault.
     assert statuses.pop("watcher") == "SKIP"
+    # Nor any schedule.
+    assert statuses.pop("schedules") == "SKIP"
     # Nor is the Matrix bridge configured: it is opt-in.
     assert statuses.pop("matrix") == "SKIP"
     # Nor a daily budget: unlimited unless an operator sets one.

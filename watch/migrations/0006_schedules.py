@@ -59,6 +59,7 @@ class Migration(migrations.Migration):
                 ("skipped_reason", models.CharField(blank=True, max_length=40)),
                 ("turn_id", models.UUIDField(blank=True, null=True)),
                 ("owner", models.UUIDField(blank=True, null=True)),
+                ("by", models.CharField(blank=True, max_length=150)),
                 ("verdict", models.CharField(blank=True, max_length=300)),
                 ("claimed_at", models.DateTimeField(auto_now_add=True)),
                 ("finished_at", models.DateTimeField(blank=True, null=True)),

@@ -1,8 +1,9 @@
-"""`manage.py watch`: follow Oikos's event stream and open investigations (watch/watcher.py).
+"""`manage.py watch`: follow Oikos's event stream and open investigations (watch/watcher.py), and
+run the schedules (watch/schedule_runs.py).
 
-Runs until SIGTERM or Ctrl-C; on SIGTERM its running investigation turns end `interrupted`
-(partial answers kept), as in every Hermes process. Any number may run: each event is claimed
-once, in the database.
+Runs until SIGTERM or Ctrl-C; on SIGTERM its running investigation and schedule turns end
+`interrupted` (partial answers kept), as in every Hermes process; an interrupted schedule run is
+recorded failed. Any number may run: each event and each schedule slot is claimed once, in the database.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from agent.tools.config import MCPConfigError
 from agent.tools.hub import tool_hub
 from oikos.client import oikos_config
 from watch.policy import PolicyFileError, TriggerPolicy
+from watch.schedule_runs import Scheduler
 from watch.watcher import Watcher
 
 # How long the investigations' escalations get to be stored after their turns were interrupted.
@@ -28,7 +30,7 @@ DRAIN_SECONDS = 5.0
 
 
 class Command(BaseCommand):
-    help = "Follow Oikos's event stream and open investigations for the events that call for one."
+    help = "Follow Oikos's event stream and open investigations for the events that call for one; run the schedules."
 
     def handle(self, *args: Any, **options: Any) -> None:
         if oikos_config() is None:
@@ -52,12 +54,15 @@ async def _watch(policy: TriggerPolicy, instance: Any) -> None:
         raise CommandError(str(exc)) from None
     watcher = Watcher(hub=hub, policy=policy, instance=instance)
     watching = asyncio.ensure_future(watcher.run())
+    scheduler = Scheduler(hub=hub, instance=instance)
+    scheduling = asyncio.ensure_future(scheduler.run())
     terminated = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, terminated.set)
     print("watching Oikos's event stream", flush=True)
     try:
         await terminated.wait()
         watching.cancel()
+        scheduling.cancel()
         # Follow-ups stop where they are, still claimed: the next watcher to start runs each again
         # (watch/followups.py `followups_recover`) instead of judging a turn cut off by this stop.
         following = set(watcher.followups)
@@ -67,7 +72,8 @@ async def _watch(policy: TriggerPolicy, instance: Any) -> None:
         await turns_shutdown(reason="Hermes's watcher was stopped (SIGTERM) while investigating.")
         # Their escalations are stored as their turns end; one not yet started (a storm gathering)
         # is given up: its investigation stays open with no escalation.
-        pending = set(watcher.investigations)
+        # A schedule run records its interrupted turn as failed when the turn ends.
+        pending = set(watcher.investigations) | set(scheduler.runs)
         if pending:
             _, late = await asyncio.wait(pending, timeout=DRAIN_SECONDS)
             for task in late:
@@ -75,6 +81,7 @@ async def _watch(policy: TriggerPolicy, instance: Any) -> None:
             await asyncio.gather(*late, return_exceptions=True)
     finally:
         watching.cancel()
-        await asyncio.gather(watching, return_exceptions=True)
+        scheduling.cancel()
+        await asyncio.gather(watching, scheduling, return_exceptions=True)
         await turn_registry_close()
         await hub.aclose()
