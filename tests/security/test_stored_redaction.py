@@ -52,6 +52,11 @@ BORN_REDACTING = {
     "agent.Proposal.sources",
     "agent.Proposal.outcome",
     "agent.Change.params",
+    "agent.Note.entities",
+    "agent.Note.tags",
+    "agent.NoteProposal.entities",
+    "agent.NoteProposal.tags",
+    "agent.Turn.notes_given",
 }
 
 NOT_OUTSIDE_TEXT = {
@@ -88,6 +93,12 @@ NOT_OUTSIDE_TEXT = {
     "agent.Proposal.tool": "a tool name the hub matched against its catalog",
     "agent.Proposal.status": "a Proposal.Status choice",
     "agent.Proposal.decided_by": "an identity Hermes resolved",
+    "agent.Note.author": "an identity Hermes resolved",
+    "agent.Note.updated_by": "an identity Hermes resolved",
+    "agent.NoteProposal.tool_use_id": "the model API's id for the call",
+    "agent.NoteProposal.proposed_by": "an identity Hermes resolved (the turn's actor)",
+    "agent.NoteProposal.status": "a NoteProposal.Status choice",
+    "agent.NoteProposal.decided_by": "an identity Hermes resolved",
     "agent.McpCredential.server": "a configured MCP server's name",
     "agent.McpCredential.server_url": "the configured server URL the credentials are bound to",
     "agent.McpCredential.grant": "one of the OAuth grants Hermes implements",
