@@ -3,9 +3,9 @@
 The admin is for audit, not editing: history is what the model saw and the ledger is evidence, so
 nothing here can add, change or delete those rows. Notes are the exception — operators write them —
 and are checked here as everywhere else (`agent.memory.notes.note_draft_check`); the admin is also
-the one place a note is deleted (with its confirmation page), since the Notes page only deactivates. Content blocks render as readable text and tool
-calls, never as raw JSON dumps; all of it goes through `format_html`, since model output and tool
-results are untrusted.
+the one place a note is deleted (with its confirmation page), since the Notes page only deactivates.
+Content blocks render as readable text and tool calls, never as raw JSON dumps; all of it goes
+through `format_html`, since model output and tool results are untrusted.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
-from agent.llm import ModelConfig
 from access.identity import operator_identity
+from agent.llm import ModelConfig
 from agent.memory.notes import NoteDraft, NoteInvalid, note_draft_check, notes_changed_publish
 from agent.models import Activity, AgentSession, Message, Note, NoteProposal, Turn
 
@@ -286,8 +286,8 @@ class NoteAdminForm(forms.ModelForm):
             checked = note_draft_check(
                 NoteDraft(
                     text=data.get("text") or "",
-                    entities=data.get("entities") or [],  # type: ignore[arg-type]  # scope_parse takes text too
-                    tags=data.get("tags") or [],  # type: ignore[arg-type]
+                    entities=data.get("entities") or [],  # scope_parse takes text too
+                    tags=data.get("tags") or [],
                     runbook=bool(data.get("runbook")),
                     active=bool(data.get("active")),
                 )
@@ -324,7 +324,7 @@ class NoteAdmin(admin.ModelAdmin):
 class NoteProposalAdmin(ReadOnlyAdmin):
     list_display = ["id", "status", "proposed_by", "decided_by", "created_at", "decided_at"]
     list_filter = ["status"]
-    fields = [
+    fields = (
         "session",
         "turn_id",
         "tool_use_id",
@@ -338,7 +338,7 @@ class NoteProposalAdmin(ReadOnlyAdmin):
         "decided_at",
         "note",
         "created_at",
-    ]
+    )
     readonly_fields = fields
 
 

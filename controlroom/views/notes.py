@@ -20,8 +20,16 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from agent.memory.notes import NoteDraft, NoteInvalid, NoteNotFound, note_create, note_get, note_update
-from agent.memory.notes import notes_changed_publish, notes_list
+from agent.memory.notes import (
+    NoteDraft,
+    NoteInvalid,
+    NoteNotFound,
+    note_create,
+    note_get,
+    note_update,
+    notes_changed_publish,
+    notes_list,
+)
 from agent.memory.uses import note_uses
 from agent.search.notes import note_matches, note_terms
 from controlroom.identity import operator_name, turn_actor
@@ -55,20 +63,12 @@ def _listing(request: HttpRequest) -> dict[str, Any]:
 def _draft(request: HttpRequest) -> tuple[NoteDraft, dict[str, Any]]:
     """The note as the form sent it, and the form's values to show again."""
     data = request.POST
-    values = {
-        "text": data.get("text", ""),
-        "entities": data.get("entities", ""),
-        "tags": data.get("tags", "").replace("#", " "),
-        "runbook": data.get("runbook") == "on",
-        "active": data.get("active", "on") == "on",
-    }
-    draft = NoteDraft(
-        text=values["text"],
-        entities=values["entities"],  # type: ignore[arg-type]  # scope_parse takes text too
-        tags=values["tags"],  # type: ignore[arg-type]
-        runbook=values["runbook"],
-        active=values["active"],
-    )
+    text, entities = data.get("text", ""), data.get("entities", "")
+    tags = data.get("tags", "").replace("#", " ")
+    runbook, active = data.get("runbook") == "on", data.get("active", "on") == "on"
+    # `scope_parse` reads the scope as text ("service:sonarr, lxc:media-*") as well as lists.
+    draft = NoteDraft(text=text, entities=entities, tags=tags, runbook=runbook, active=active)  # type: ignore[arg-type]
+    values = {"text": text, "entities": entities, "tags": tags, "runbook": runbook, "active": active}
     return draft, values
 
 
