@@ -11,7 +11,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.controlroom.browser.conftest import Stack, Watched
-from tests.controlroom.browser.steps import SESSION_URL, ask, last_turn, poll, wait_done
+from tests.controlroom.browser.steps import SESSION_URL, ask, last_turn, wait_done
 from tests.fakes.daphne import LiveDatabase
 
 pytestmark = pytest.mark.e2e
@@ -66,5 +66,4 @@ def test_the_open_notes_page_shows_a_note_saved_elsewhere_without_a_reload(page:
 
     row = browser_page.locator(f'.note-row[data-note="{answer.json()["id"]}"]')
     expect(row).to_contain_text("Jellyfin transcodes go to /mnt/scratch")
-    poll(lambda: True)
     page.assert_clean()
