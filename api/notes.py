@@ -115,8 +115,8 @@ def _types_check(body: dict[str, Any]) -> None:
     if "text" in body and not isinstance(body["text"], str):
         raise ApiError(400, "invalid_note", '"text" must be a string of Markdown.')
     for name in ("entities", "tags"):
-        value = body.get(name)
-        if value is not None and not (isinstance(value, list) and all(isinstance(item, str) for item in value)):
+        value = body.get(name, [])
+        if not (isinstance(value, list) and all(isinstance(item, str) for item in value)):
             raise ApiError(400, "invalid_note", f'"{name}" must be a list of strings.')
     for name in ("runbook", "active"):
         if name in body and not isinstance(body[name], bool):
@@ -133,9 +133,9 @@ def _filter(raw: str | None, name: str) -> str:
 def _active(raw: str | None) -> bool | None:
     if raw is None or raw == "":
         return None
-    if raw in ("true", "1"):
+    if raw == "true":
         return True
-    if raw in ("false", "0"):
+    if raw == "false":
         return False
     raise ApiError(400, "invalid_parameter", f"active must be true or false, not {raw[:40]!r}.")
 

@@ -61,6 +61,7 @@ def test_a_note_posted_answers_201_with_the_note_and_where_it_is(client: Client)
         ({"text": "x", "entities": ["sonarr"]}, "invalid_note", "'sonarr' is not an entity"),
         ({"text": "x", "entities": "service:sonarr"}, "invalid_note", '"entities" must be a list of strings'),
         ({"text": "x", "tags": ["two words"]}, "invalid_note", "'two words' is not a tag"),
+        ({"text": "x", "tags": None}, "invalid_note", '"tags" must be a list of strings'),
         ({"text": "x", "runbook": True}, "invalid_note", "A runbook needs what it is for"),
         ({"text": "x", "runbook": "yes"}, "invalid_note", '"runbook" must be true or false'),
         ({"text": "x" * 8001}, "invalid_note", "the limit is 8,000"),
@@ -118,6 +119,7 @@ def test_notes_are_listed_by_entity_globs_included_tag_and_state(
 
 def test_a_bad_filter_or_id_is_a_400_and_an_unknown_note_a_404(client: Client, written: dict[str, int]) -> None:
     assert _error(client.get("/notes?active=maybe"))["code"] == "invalid_parameter"
+    assert _error(client.get("/notes?active=0"))["code"] == "invalid_parameter"  # true or false, as documented
     assert _error(client.get("/notes/twelve"))["code"] == "invalid_note_id"
     missing = client.get("/notes/999999")
     assert missing.status_code == 404 and _error(missing)["code"] == "note_not_found"
