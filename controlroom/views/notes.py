@@ -168,6 +168,4 @@ def note_active(request: HttpRequest, note_id: int) -> HttpResponse:
     )
     note_update(note_id, draft, by=turn_actor(operator))
     async_to_sync(notes_changed_publish)()
-    back = request.POST.get("next", "")
-    target = back if back == reverse("controlroom:notes") else reverse("controlroom:note", kwargs={"note_id": note_id})
-    return HttpResponseRedirect(target)
+    return HttpResponseRedirect(reverse("controlroom:note", kwargs={"note_id": note_id}))
