@@ -1,9 +1,11 @@
-"""Read-only review of conversations and the tool-call ledger.
+"""Read-only review of conversations and the tool-call ledger; operators' notes, editable.
 
 The admin is for audit, not editing: history is what the model saw and the ledger is evidence, so
-nothing here can add, change or delete rows. Content blocks render as readable text and tool
-calls, never as raw JSON dumps; all of it goes through `format_html`, since model output and tool
-results are untrusted.
+nothing here can add, change or delete those rows. Notes are the exception — operators write them —
+and are checked here as everywhere else (`agent.memory.notes.note_draft_check`); the admin is also
+the one place a note is deleted (with its confirmation page), since the Notes page only deactivates.
+Content blocks render as readable text and tool calls, never as raw JSON dumps; all of it goes
+through `format_html`, since model output and tool results are untrusted.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ import json
 import uuid
 from typing import Any
 
+from asgiref.sync import async_to_sync
+from django import forms
 from django.contrib import admin
 from django.db.models import OuterRef, QuerySet, Subquery
 from django.http import HttpRequest
@@ -19,8 +23,10 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
+from access.identity import operator_identity
 from agent.llm import ModelConfig
-from agent.models import Activity, AgentSession, Message, Turn
+from agent.memory.notes import NoteDraft, NoteInvalid, note_draft_check, notes_changed_publish
+from agent.models import Activity, AgentSession, Message, Note, NoteProposal, Turn
 
 PREVIEW_CHARS = 2000
 
@@ -251,6 +257,99 @@ class ActivityAdmin(ReadOnlyAdmin):
         result = activity.result or {}
         text = _result_text(result.get("content")) if "content" in result else _pretty(result)
         return format_html('<pre class="hermes-wrap">{}</pre>', text)
+
+
+class NoteAdminForm(forms.ModelForm):
+    """A note as the admin edits it: scope as text ("service:sonarr, lxc:media-*"), checked like the
+    Notes page and `POST /notes` check it, so the admin refuses what they refuse."""
+
+    entities = forms.CharField(
+        required=False, help_text="Slugs or globs, separated by commas: service:sonarr, lxc:media-*, or *."
+    )
+    tags = forms.CharField(
+        required=False, help_text="Words or signal kinds, separated by commas: http_timeout, upgrade."
+    )
+
+    class Meta:
+        model = Note
+        fields = ["text", "entities", "tags", "runbook", "active"]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.instance.pk:
+            self.initial["entities"] = ", ".join(self.instance.entities)
+            self.initial["tags"] = ", ".join(self.instance.tags)
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        try:
+            checked = note_draft_check(
+                NoteDraft(
+                    text=data.get("text") or "",
+                    entities=data.get("entities") or [],  # scope_parse takes text too
+                    tags=data.get("tags") or [],
+                    runbook=bool(data.get("runbook")),
+                    active=bool(data.get("active")),
+                )
+            )
+        except NoteInvalid as invalid:
+            raise forms.ValidationError(str(invalid)) from None
+        data.update(text=checked.text, entities=checked.entities, tags=checked.tags)
+        return data
+
+
+@admin.register(Note)
+class NoteAdmin(admin.ModelAdmin):
+    form = NoteAdminForm
+    list_display = ["id", "title", "runbook", "active", "author", "updated_by", "updated_at"]
+    list_filter = ["runbook", "active"]
+    search_fields = ["text", "author"]
+    readonly_fields = ["author", "updated_by", "source_session", "source_turn", "created_at", "updated_at"]
+
+    def save_model(self, request: HttpRequest, obj: Note, form: Any, change: bool) -> None:
+        actor = _admin_actor(request)
+        if change:
+            obj.updated_by = actor
+        else:
+            obj.author = actor
+        super().save_model(request, obj, form, change)
+        async_to_sync(notes_changed_publish)()
+
+    def delete_model(self, request: HttpRequest, obj: Note) -> None:
+        super().delete_model(request, obj)
+        async_to_sync(notes_changed_publish)()
+
+
+@admin.register(NoteProposal)
+class NoteProposalAdmin(ReadOnlyAdmin):
+    list_display = ["id", "status", "proposed_by", "decided_by", "created_at", "decided_at"]
+    list_filter = ["status"]
+    fields = (
+        "session",
+        "turn_id",
+        "tool_use_id",
+        "proposed_by",
+        "text",
+        "entities",
+        "tags",
+        "runbook",
+        "status",
+        "decided_by",
+        "decided_at",
+        "note",
+        "created_at",
+    )
+    readonly_fields = fields
+
+
+def _admin_actor(request: HttpRequest) -> str:
+    """Who wrote it, as the page and the API record it (`operator:<name>`): the admin's signed-in
+    user, else the operator the access layer found."""
+    user = getattr(request, "user", None)
+    if user is not None and user.is_authenticated:
+        return f"operator:{user.get_username()}"
+    identity = operator_identity(request)
+    return identity.actor if identity is not None else "operator:unknown"
 
 
 def _uuid_or_none(raw: str) -> uuid.UUID | None:

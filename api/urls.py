@@ -9,6 +9,7 @@ from api.chat import chat
 from api.elicitations import elicitation_answer, elicitation_list
 from api.export import session_export_json, session_export_markdown
 from api.health import healthz
+from api.notes import note_detail, notes
 from api.openapi import openapi
 from api.query import query
 from api.search import search
@@ -31,6 +32,8 @@ urlpatterns = [
     path("query", query, name="query"),
     path("search", search, name="search"),
     path("changes", changes, name="changes"),
+    path("notes", notes, name="notes"),
+    path("notes/<str:note_id>", note_detail, name="note"),
     path("healthz", healthz, name="healthz"),
     path("openapi.json", openapi, name="openapi"),
 ]

@@ -23,7 +23,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from common import metrics
 from controlroom import fragments
 from controlroom.feeds import Page
-from controlroom.feeds.lists import ApprovalsFeed, ChangesFeed, InvestigationsFeed, SessionsFeed
+from controlroom.feeds.lists import ApprovalsFeed, ChangesFeed, InvestigationsFeed, NotesFeed, SessionsFeed
 from controlroom.feeds.rail import RailFeed
 from controlroom.feeds.transcript import TranscriptFeed
 from controlroom.frames import frames_pack
@@ -39,10 +39,10 @@ Handler = Callable[[dict[str, Any]], Awaitable[None]]
 
 
 class ControlRoomConsumer(AsyncWebsocketConsumer):
-    """`/ws/ui/?session=<uuid>&turns=<n>&rail=1&sessions=1&approvals=1&investigations=1&changes=1`:
+    """`/ws/ui/?session=<uuid>&turns=<n>&rail=1&sessions=1&approvals=1&investigations=1&changes=1&notes=1`:
     one conversation (its latest `n` turns, a session page's count by default), the rail, the
-    session list, the approvals page's cards, the investigations page's list and the Changes
-    page's list — each optional. Every
+    session list, the approvals page's cards, the investigations page's list, the Changes
+    page's list and the Notes page's list — each optional. Every
     socket announces a new investigation."""
 
     page: Page
@@ -52,6 +52,7 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
     approvals: ApprovalsFeed | None
     investigations: InvestigationsFeed | None
     changes: ChangesFeed | None
+    notes: NotesFeed | None
     news: InvestigationFeed
 
     async def connect(self) -> None:
@@ -61,7 +62,7 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
         query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
         asked = {
             name
-            for name in ("rail", "sessions", "approvals", "investigations", "changes")
+            for name in ("rail", "sessions", "approvals", "investigations", "changes", "notes")
             if query.get(name, [""])[0] == "1"
         }
         session_id = _uuid_or_none(query.get("session", [""])[0])
@@ -76,6 +77,7 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
         self.approvals = ApprovalsFeed(self.page) if "approvals" in asked else None
         self.investigations = InvestigationsFeed() if "investigations" in asked else None
         self.changes = ChangesFeed(self.page) if "changes" in asked else None
+        self.notes = NotesFeed(self.page) if "notes" in asked else None
         await self.accept()
         metrics.websocket_opened()
         self.counted = True
@@ -119,6 +121,8 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
             table["decisions.changed"] = self.approvals.decisions_changed
         if self.changes is not None or self.rail is not None or self.transcript.session_id is not None:
             table["changes.changed"] = self._changes_changed
+        if self.notes is not None:
+            table["notes.changed"] = self.notes.notes_changed
         return table
 
     async def dispatch(self, message: dict[str, Any]) -> None:
@@ -136,7 +140,7 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
             await self.send(text_data=frame)
 
     def _groups(self) -> list[str]:
-        feeds = (self.transcript, self.sessions, self.rail, self.approvals, self.changes)
+        feeds = (self.transcript, self.sessions, self.rail, self.approvals, self.changes, self.notes)
         # A group two feeds listen to is joined once.
         return list(dict.fromkeys(group for feed in feeds if feed is not None for group in feed.groups))
 
@@ -155,6 +159,9 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
         if self.changes is not None:
             # What changed between the page's render and this socket joining its group.
             parts.append(fragments.change_list_refresh())
+        if self.notes is not None:
+            # A note saved between the page's render and this socket joining its group.
+            parts.append(fragments.note_list_refresh())
         await self._send(parts)
 
     # --- news several feeds answer, in page order --------------------------------------------------

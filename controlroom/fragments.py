@@ -190,6 +190,12 @@ def change_list_refresh() -> str:
     return _render("change_refresh.html", {})
 
 
+def note_list_refresh() -> str:
+    """An element that, once swapped in, makes the Notes page fetch its list again with the
+    filters it shows."""
+    return _render("note_refresh.html", {})
+
+
 def escalation_replace(card: EscalationCard) -> str:
     return _render("escalation_card.html", {"escalation": card, "oob": True})
 

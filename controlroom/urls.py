@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from controlroom.views import approvals, changes, chat, elicitations, investigations, pages, search, servers
+from controlroom.views import approvals, changes, chat, elicitations, investigations, notes, pages, search, servers
 
 app_name = "controlroom"
 
@@ -25,6 +25,11 @@ urlpatterns = [
     path("executions/undo/", approvals.execution_undo, name="execution_undo"),
     path("elicitations/<uuid:elicitation_id>/", elicitations.answer, name="elicitation_answer"),
     path("proposals/<uuid:proposal_id>/decide/", approvals.proposal_decide, name="proposal_decide"),
+    path("notes/", notes.notes_page, name="notes"),
+    path("notes/list/", notes.notes_list_view, name="notes_list"),
+    path("notes/new/", notes.note_new, name="note_new"),
+    path("notes/<int:note_id>/", notes.note_page, name="note"),
+    path("notes/<int:note_id>/active/", notes.note_active, name="note_active"),
     path("changes/", changes.changes_view, name="changes"),
     path("changes/list/", changes.changes_list_view, name="changes_list"),
     path("servers/", servers.servers_page, name="servers"),

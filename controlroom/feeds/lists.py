@@ -1,5 +1,5 @@
 """The lists a page may keep current: its sessions, the approvals page's grid, the investigations,
-the changes."""
+the changes, the notes."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Any
 from channels.db import database_sync_to_async
 
 from agent.broadcast import CHANGES_GROUP, SESSIONS_GROUP
+from agent.memory.notes import NOTES_GROUP
 from controlroom import fragments
 from controlroom.feeds import Page
 from oikos.approvals import DECISIONS_GROUP, approvals_listed
@@ -81,3 +82,16 @@ class ChangesFeed:
 
     async def changes_changed(self, message: dict[str, Any]) -> None:
         await self.page.send([fragments.change_list_refresh()])
+
+
+class NotesFeed:
+    """The Notes page's list, fetched again (with the page's filters) whenever a note is created,
+    changed or saved from a proposal anywhere (`agent.memory.notes.notes_changed_publish`)."""
+
+    groups = [NOTES_GROUP]
+
+    def __init__(self, page: Page) -> None:
+        self.page = page
+
+    async def notes_changed(self, message: dict[str, Any]) -> None:
+        await self.page.send([fragments.note_list_refresh()])

@@ -39,6 +39,7 @@ def conversation_context(
     follow_sessions: bool = False,
     follow_investigations: bool = False,
     follow_changes: bool = False,
+    follow_notes: bool = False,
     before: uuid.UUID | None = None,
 ) -> dict[str, Any]:
     """The conversation pane (home or drawer) for `session_id`, or an empty one for a new chat.
@@ -46,7 +47,7 @@ def conversation_context(
     Its socket also carries what else the page shows live: the rail and the session list (home),
     the session list (`follow_sessions`), the approvals page's cards (`follow_approvals`), the
     investigations page's list (`follow_investigations`), the Changes page's list
-    (`follow_changes`); and on every page, new investigations. A
+    (`follow_changes`), the Notes page's list (`follow_notes`); and on every page, new investigations. A
     conversation with approval cards asks Oikos about them (see `approvals_confirmed`): call this
     from a thread, never from the event loop.
 
@@ -79,6 +80,8 @@ def conversation_context(
         query["investigations"] = "1"
     if follow_changes:
         query["changes"] = "1"
+    if follow_notes:
+        query["notes"] = "1"
     # A card offers Approve/Deny only for an approval Oikos confirms as pending, on the page as
     # served too (a tab whose socket is down can still decide; a forged card never can).
     cards = [item for turn in turns for item in turn.approvals()]

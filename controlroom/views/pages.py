@@ -23,6 +23,7 @@ def drawer_context(
     follow_sessions: bool = False,
     follow_investigations: bool = False,
     follow_changes: bool = False,
+    follow_notes: bool = False,
 ) -> dict[str, Any]:
     """The chat drawer of a page other than home: the session last used in this browser."""
     try:
@@ -37,6 +38,7 @@ def drawer_context(
         follow_sessions=follow_sessions,
         follow_investigations=follow_investigations,
         follow_changes=follow_changes,
+        follow_notes=follow_notes,
     )
 
 

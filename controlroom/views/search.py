@@ -1,4 +1,5 @@
-"""The search page: every session's questions, answers and tool calls, from the nav's search box."""
+"""The search page: every session's questions, answers and tool calls, and operators' notes, from
+the nav's search box."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from agent.search.entries import HIGHLIGHT_START, HIGHLIGHT_STOP
+from agent.search.notes import NoteHit, notes_search
 from agent.search.query import LIMIT_MAX, SearchHit, search_run
 from common.dom import turn_link
 from controlroom import selectors
@@ -21,6 +23,7 @@ from controlroom.views.pages import around_page
 _MARKED = re.compile(re.escape(HIGHLIGHT_START) + "(.*?)(?:" + re.escape(HIGHLIGHT_STOP) + "|$)", re.DOTALL)
 # At most this many distinct words travel in a hit's link (`hit_url`).
 HIGHLIGHT_WORDS_MAX = 8
+NOTES_SHOWN = 10
 
 
 @dataclass(frozen=True)
@@ -48,15 +51,20 @@ def hit_url(hit: SearchHit) -> str:
 def search_page(request: HttpRequest) -> HttpResponse:
     form = SearchForm(request.GET)
     rows: list[HitRow] = []
+    notes: list[NoteHit] = []
     filters = None
     if form.is_valid():
         filters = form.filters()
         rows = [HitRow(hit=hit, url=hit_url(hit)) for hit in search_run(filters)]
+        # Notes have no session, actor or tool: a search narrowed by those finds none.
+        if not (filters.actor or filters.origin or filters.tool or filters.since or filters.until):
+            notes = notes_search(filters.query, limit=NOTES_SHOWN)
     context = {
         **around_page(request),
         "form": form,
         "query": filters.query if filters else request.GET.get("q", "")[:200],
         "rows": rows,
+        "notes": notes,
         "tools": selectors.ledger_choices()["tools"],
         "origins": selectors.session_origins(),
         "limit": LIMIT_MAX,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 import pytest
 from django.test import Client
@@ -140,3 +141,68 @@ def test_the_session_list_names_the_model_that_answered(auditor: Client) -> None
     row_of = {title: page[page.index(title) :].split("</tr>", 1)[0] for title in ("picked opus", "not asked yet")}
     assert "claude-opus-5" in row_of["picked opus"] and "claude-haiku-5" not in row_of["picked opus"]
     assert "(default, no turn yet)" in row_of["not asked yet"]
+
+
+def test_a_note_is_written_in_the_admin_as_the_page_writes_it(auditor: Client, settings: Any) -> None:
+    from agent.models import Note
+
+    operator = f"operator:{settings.HERMES_LOCAL_OPERATOR}"  # who the access layer says is asking
+
+    add = reverse("admin:agent_note_add")
+    refused = auditor.post(
+        add, {"text": "Restart it", "entities": "sonarr", "tags": "", "runbook": "on", "active": "on"}
+    )
+    assert refused.status_code == 200 and "&#x27;sonarr&#x27; is not an entity" in refused.content.decode()
+    assert Note.objects.count() == 0
+
+    saved = auditor.post(
+        add,
+        {
+            "text": "Restart it",
+            "entities": "service:sonarr, lxc:media-*",
+            "tags": "http_timeout",
+            "runbook": "on",
+            "active": "on",
+        },
+    )
+    assert saved.status_code == 302
+    note = Note.objects.get()
+    assert (note.entities, note.tags, note.runbook, note.author) == (
+        ["service:sonarr", "lxc:media-*"],
+        ["http_timeout"],
+        True,
+        operator,
+    )
+
+    change = reverse("admin:agent_note_change", args=[note.pk])
+    assert "service:sonarr, lxc:media-*" in auditor.get(change).content.decode()
+    auditor.post(
+        change,
+        {
+            "text": "Restart it, then check the indexer",
+            "entities": "service:sonarr",
+            "tags": "",
+            "runbook": "on",
+            "active": "",
+        },
+    )
+    note.refresh_from_db()
+    assert (note.text, note.active, note.updated_by) == (
+        "Restart it, then check the indexer",
+        False,
+        operator,
+    )
+
+
+def test_note_proposals_are_read_only_in_the_admin(auditor: Client) -> None:
+    from agent.memory.notes import NoteDraft, note_propose
+
+    proposal = note_propose(
+        NoteDraft(text="jellyfin transcodes to /mnt/scratch"),
+        proposed_by="operator:alice",
+        session_id=None,
+        turn_id=None,
+    )
+    page = auditor.get(reverse("admin:agent_noteproposal_change", args=[proposal.pk])).content.decode()
+    assert "jellyfin transcodes to /mnt/scratch" in page and 'type="submit"' not in page.split('id="content"', 1)[1]
+    assert auditor.get(reverse("admin:agent_noteproposal_add")).status_code == 403

@@ -52,6 +52,11 @@ BORN_REDACTING = {
     "agent.Proposal.sources",
     "agent.Proposal.outcome",
     "agent.Change.params",
+    "agent.Note.entities",
+    "agent.Note.tags",
+    "agent.NoteProposal.entities",
+    "agent.NoteProposal.tags",
+    "agent.Turn.notes_given",
 }
 
 NOT_OUTSIDE_TEXT = {
@@ -88,6 +93,12 @@ NOT_OUTSIDE_TEXT = {
     "agent.Proposal.tool": "a tool name the hub matched against its catalog",
     "agent.Proposal.status": "a Proposal.Status choice",
     "agent.Proposal.decided_by": "an identity Hermes resolved",
+    "agent.Note.author": "an identity Hermes resolved",
+    "agent.Note.updated_by": "an identity Hermes resolved",
+    "agent.NoteProposal.tool_use_id": "the model API's id for the call",
+    "agent.NoteProposal.proposed_by": "an identity Hermes resolved (the turn's actor)",
+    "agent.NoteProposal.status": "a NoteProposal.Status choice",
+    "agent.NoteProposal.decided_by": "an identity Hermes resolved",
     "agent.McpCredential.server": "a configured MCP server's name",
     "agent.McpCredential.server_url": "the configured server URL the credentials are bound to",
     "agent.McpCredential.grant": "one of the OAuth grants Hermes implements",
@@ -424,3 +435,30 @@ class TestMigration:
         assert configured_secret not in _raw_dump()
         assert AgentSession.objects.get().title == f"down: {REDACTED}"
         assert WatchedEvent.objects.get().data == {"data": {"summary": f"password={REDACTED}", REDACTED: 1}}
+
+
+@pytest.mark.django_db(transaction=True)
+class TestNotes:
+    """A note holding a configured secret, written by a script, is stored and shown redacted."""
+
+    def test_a_note_posted_with_a_secret_is_stored_and_shown_redacted(
+        self, configured_secret: str, client: Any
+    ) -> None:
+        from agent.models import Note
+
+        answer = client.post(
+            "/notes",
+            {"text": f"The backup password is {configured_secret}", "entities": ["service:restic"], "tags": ["backup"]},
+            content_type="application/json",
+        )
+
+        assert answer.status_code == 201
+        assert configured_secret not in answer.content.decode() and REDACTED in answer.json()["text"]
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT text FROM agent_notes")
+            (stored,) = cursor.fetchone()
+        assert configured_secret not in stored and REDACTED in stored
+        note_id = Note.objects.get().pk
+        for path in (f"/notes/{note_id}", "/notes?entity=service:restic", f"/ui/notes/{note_id}/", "/ui/notes/"):
+            shown = client.get(path).content.decode()
+            assert configured_secret not in shown and REDACTED in shown, path
