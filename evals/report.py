@@ -84,7 +84,7 @@ def row_build(key: str, results: Sequence[ResultRow]) -> ReportRow:
     latencies = sorted(int(result.latency_ms) for result in results)
     failures: Counter[str] = Counter()
     for result in results:
-        failures.update(dict.fromkeys(str(code) for code in (result.failures or [])))
+        failures.update({str(code) for code in (result.failures or [])})
     return ReportRow(
         key=key,
         cases=count,

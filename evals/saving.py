@@ -207,6 +207,17 @@ class CaseFile:
     path: Path
     error: str = ""
 
+    @property
+    def session_id(self) -> uuid.UUID | None:
+        """The session a saved case came from (`source: session <id>`), to link to."""
+        prefix = "session "
+        if not self.source.startswith(prefix):
+            return None
+        try:
+            return uuid.UUID(self.source[len(prefix) :].strip())
+        except ValueError:
+            return None
+
 
 def case_files(directory: Path | None = None) -> list[CaseFile]:
     """Every case file in the directory, sorted by id; a file that does not load is listed with its error."""
