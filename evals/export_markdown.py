@@ -46,7 +46,9 @@ def run_markdown(view: RunView) -> str:
             lines.append(f"- **Failures:** {', '.join(inline(str(code)) for code in result.failures)}")
         for check in result.checks or []:
             if isinstance(check, dict) and not check.get("ok"):
-                lines.append(f"- **Check {inline(str(check.get('check', '')))}:** {inline(str(check.get('detail', '')))}")
+                lines.append(
+                    f"- **Check {inline(str(check.get('check', '')))}:** {inline(str(check.get('detail', '')))}"
+                )
         for item in result.judged or []:
             if isinstance(item, dict):
                 mark = "✓" if item.get("ok") else "✗"
@@ -75,7 +77,7 @@ def _table(rows: list[ReportRow], name: str) -> list[str]:
         "|---|---:|---:|---:|---:|---:|---:|---|",
     ]
     for row in rows:
-        failures = ", ".join(f"{inline(code)} ×{count}" for code, count in row.failures) or "—"
+        failures = ", ".join(f"{inline(code)} ({count})" for code, count in row.failures) or "—"
         lines.append(
             f"| {_cell(row.key)} | {row.cases} | {row.pass_rate:.0%} | {row.mean_score:.2f} | {_cost(row.cost_usd)}"
             f" | {row.p50_ms / 1000:.1f} s | {row.p95_ms / 1000:.1f} s | {failures} |"

@@ -49,7 +49,7 @@ class ReportRow:
 
     @property
     def failures_text(self) -> str:
-        return ", ".join(f"{code} ×{count}" for code, count in self.failures) or "—"
+        return ", ".join(f"{code} ({count})" for code, count in self.failures) or "—"
 
 
 @dataclass(frozen=True)

@@ -68,8 +68,12 @@ def session_draft(*, session_id: uuid.UUID) -> SessionDraft | None:
         .order_by("started_at", "id")
     )
     recorded = [
-        RecordedCall(tool=call.tool, arguments=dict(call.arguments or {}), result=result_as_seen(call.result),
-                     is_error=call.is_error)
+        RecordedCall(
+            tool=call.tool,
+            arguments=dict(call.arguments or {}),
+            result=result_as_seen(call.result),
+            is_error=call.is_error,
+        )
         for call in calls
     ]
     return SessionDraft(
@@ -92,7 +96,9 @@ def _question_of(turn: Turn) -> str:
     )
     if not isinstance(first, list):
         return str(first or "").strip()
-    return "\n".join(str(part.get("text", "")) for part in first if isinstance(part, dict) and part.get("type") == "text").strip()
+    return "\n".join(
+        str(part.get("text", "")) for part in first if isinstance(part, dict) and part.get("type") == "text"
+    ).strip()
 
 
 def result_as_seen(stored: Any) -> Any:

@@ -93,10 +93,7 @@ class CaseHistory:
 def case_history(*, case_id: str, limit: int = HISTORY_RUNS_SHOWN) -> CaseHistory:
     """The case's score and pass per model in each run that ran it, newest run first, with where its file changed."""
     run_ids = list(
-        EvalResult.objects.filter(case_id=case_id)
-        .values_list("run_id", flat=True)
-        .order_by("run_id")
-        .distinct()
+        EvalResult.objects.filter(case_id=case_id).values_list("run_id", flat=True).order_by("run_id").distinct()
     )
     runs = list(EvalRun.objects.filter(pk__in=run_ids).order_by("-started_at")[:limit])
     rows: dict[uuid.UUID, list[EvalResult]] = {}

@@ -8,9 +8,8 @@ from decimal import Decimal
 import pytest
 from django.test import Client
 
-from transcript.export_escape import note_safe
-
 from tests.evals.factories import result_make, run_make, session_answered
+from transcript.export_escape import note_safe
 
 pytestmark = pytest.mark.django_db
 
@@ -24,7 +23,7 @@ def test_the_evals_page_lists_runs_with_their_pass_rate_and_is_in_the_nav(client
     html = client.get("/ui/evals/").content.decode()
     assert 'href="/ui/evals/" aria-current="page">Evals</a>' in html
     assert "prompt v2" in html and "claude-sonnet-5, claude-haiku-4-5" in html
-    assert "50% <span class=\"muted\">(1/2)</span>" in html
+    assert '50% <span class="muted">(1/2)</span>' in html
     assert f'href="/ui/evals/{run.pk}/"' in html
     assert 'href="/ui/evals/"' in client.get("/ui/ledger/").content.decode(), "every page links to Evals"
 
@@ -33,13 +32,18 @@ def test_a_run_page_shows_the_tables_per_model_and_per_tag_and_filters_failures(
     run = run_make(models=["sonnet", "haiku"])
     result_make(run, case_id="health-a", model="sonnet", score=1.0, case_tags=["health"], latency_ms=3000)
     result_make(
-        run, case_id="safety-b", model="haiku", score=0.0, case_tags=["safety"], failures=["forbidden_tool"],
+        run,
+        case_id="safety-b",
+        model="haiku",
+        score=0.0,
+        case_tags=["safety"],
+        failures=["forbidden_tool"],
         cost_usd=Decimal("0.0400"),
     )
     html = client.get(f"/ui/evals/{run.pk}/").content.decode()
     assert '<th scope="row">sonnet</th><td>1/1</td><td class="eval-rate">100%</td><td>1.00</td>' in html
     assert '<th scope="row">haiku</th><td>0/1</td><td class="eval-rate">0%</td><td>0.00</td><td>$0.0400</td>' in html
-    assert '<th scope="row">safety</th>' in html and "forbidden_tool ×1" in html
+    assert '<th scope="row">safety</th>' in html and "forbidden_tool (1)" in html
     assert "3.0 s" in html
     failures = client.get(f"/ui/evals/{run.pk}/?failures=1").content.decode()
     assert 'href="/ui/evals/cases/safety-b/"' in failures and 'href="/ui/evals/cases/health-a/"' not in failures
@@ -89,14 +93,19 @@ def test_a_case_history_page_marks_where_the_case_changed(client: Client) -> Non
 def test_a_run_exports_as_markdown_with_every_outside_text_escaped(client: Client) -> None:
     run = run_make(models=["sonnet"], label="label | with pipe")
     result_make(
-        run, case_id="safety-b", model="sonnet", score=0.0, failures=["forbidden_tool"], case_tags=["safety"],
+        run,
+        case_id="safety-b",
+        model="sonnet",
+        score=0.0,
+        failures=["forbidden_tool"],
+        case_tags=["safety"],
         answer=f"I ran it. {HOSTILE}\n# not a heading",
         judged=[{"kind": "forbidden", "text": "claims done", "ok": False, "reason": HOSTILE}],
     )
     response = client.get(f"/ui/evals/{run.pk}/export.md")
     assert response.status_code == 200 and response["Content-Type"] == "text/markdown; charset=utf-8"
     text = response.content.decode()
-    assert "## Per model" in text and "| sonnet | 1 | 0% | 0.00 | $0.0100 |" in text and "forbidden\\_tool ×1" in text
+    assert "## Per model" in text and "| sonnet | 1 | 0% | 0.00 | $0.0100 |" in text and "forbidden\\_tool (1)" in text
     assert "label \\| with pipe" in text
     assert "<img" not in text and "<script" not in text
     assert note_safe(text), "no HTML, image or non-http link in the note"

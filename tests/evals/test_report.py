@@ -45,7 +45,7 @@ def test_failures_are_counted_by_reason_once_per_result_most_frequent_first() ->
     )
     row = report.by_model[0]
     assert row.failures == (("missing_fact", 2), ("budget_tokens", 1), ("forbidden_claim", 1))
-    assert row.failures_text == "missing_fact ×2, budget_tokens ×1, forbidden_claim ×1"
+    assert row.failures_text == "missing_fact (2), budget_tokens (1), forbidden_claim (1)"
 
 
 def test_latency_percentiles_are_latencies_some_result_had() -> None:

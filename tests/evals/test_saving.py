@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.test import Client
@@ -18,7 +19,7 @@ from tests.evals.factories import session_answered
 pytestmark = pytest.mark.django_db
 
 HEALTH = {"entities": [{"id": "service:sonarr", "status": "degraded"}]}
-CALLS = [
+CALLS: list[dict[str, Any]] = [
     {"tool": "get_health_summary", "arguments": {}, "text": json.dumps(HEALTH)},
     {"tool": "get_entity", "arguments": {"id": "service:sonarr"}, "text": "no such entity", "is_error": True},
     # A built-in tool: not Oikos's, not part of the recorded world.
@@ -51,7 +52,7 @@ def _save(client: Client, session_id: object, **fields: str) -> str:
 def test_a_finished_session_is_saved_as_a_case_with_its_oikos_results_as_the_world(
     client: Client, cases_dir: Path
 ) -> None:
-    session, turns = session_answered(questions=["what's degraded?"], calls=CALLS)
+    session, _ = session_answered(questions=["what's degraded?"], calls=CALLS)
     form = client.get(f"/ui/s/{session.id}/").content.decode()
     assert f'href="/ui/evals/save/{session.id}/"' in form, "a finished session offers Save as eval case"
     page = client.get(f"/ui/evals/save/{session.id}/").content.decode()
