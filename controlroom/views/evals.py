@@ -59,9 +59,11 @@ def result_page(request: HttpRequest, result_id: int) -> HttpResponse:
 def case_page(request: HttpRequest, case_id: str) -> HttpResponse:
     """A case's score and pass per model in each run, marking where the case file changed."""
     history = selectors.case_history(case_id=case_id)
-    if not history.entries:
-        raise Http404("No run has this case.")
-    return render(request, "controlroom/eval_case.html", {**around_page(request), "history": history})
+    case_file = next((file for file in case_files() if file.id == case_id), None)
+    if not history.entries and case_file is None:
+        raise Http404("No case file and no run has this case.")
+    context = {**around_page(request), "history": history, "case_file": case_file}
+    return render(request, "controlroom/eval_case.html", context)
 
 
 @require_GET

@@ -120,3 +120,11 @@ def test_a_ledger_result_is_kept_as_the_model_saw_it() -> None:
     assert result_as_seen({"content": [{"type": "text", "text": '{"a": 1}'}], "is_error": False}) == {"a": 1}
     assert result_as_seen({"content": [{"type": "text", "text": "plain"}], "is_error": False}) == "plain"
     assert result_as_seen({"content": [], "structured_content": {"b": 2}}) == {"b": 2}
+
+
+def test_a_saved_case_not_yet_run_opens_on_its_file(client: Client, cases_dir: Path) -> None:
+    session, _ = session_answered(questions=["what's degraded?"], calls=CALLS)
+    assert _save(client, session.id).startswith("200")
+    html = client.get("/ui/evals/cases/saved-sonarr-degraded/").content.decode()
+    assert "No run has this case yet" in html and "Sonarr degraded" in html
+    assert f'href="/ui/s/{session.id}/"' in html
