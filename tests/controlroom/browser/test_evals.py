@@ -5,14 +5,19 @@ the ORM as `manage.py eval` stores them."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
-from playwright.sync_api import expect
+from playwright.sync_api import Browser, expect
 
-from tests.controlroom.browser.conftest import ARTIFACTS, Stack, Watched
+from evals.cases import case_load
+from tests.controlroom.browser.conftest import ARTIFACTS, Stack, Watched, hermes_env, watch
 from tests.controlroom.browser.steps import SESSION_URL, ask, last_turn, wait_done
-from tests.fakes.daphne import LiveDatabase
-from tests.fakes.subprocesses import manage
+from tests.fakes import FakeAnthropic
+from tests.fakes.daphne import DaphneServer, LiveDatabase
+from tests.fakes.operator_models import OperatorModel
+from tests.fakes.subprocesses import manage, sqlite_migrated
 
 pytestmark = pytest.mark.e2e
 
@@ -90,3 +95,61 @@ def test_the_evals_page_shows_a_runs_tables_and_opens_a_results_transcript(page:
     expect(browser_page.locator(".eval-reason")).to_contain_text("<img src=x onerror=alert(1)>")
     assert browser_page.locator(".eval-result img").count() == 0
     page.assert_clean()
+
+
+@pytest.fixture(scope="module")
+def saving(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Stack, Path]]:
+    """A Hermes of its own that saves case files into a directory of the test (HERMES_EVALS_CASES_DIR)."""
+    directory = tmp_path_factory.mktemp("browser-evals")
+    cases = directory / "cases"
+    database_url = sqlite_migrated(directory / "hermes.sqlite3")
+    with FakeAnthropic() as model:
+        model.responder = OperatorModel()
+        env = hermes_env(database_url=database_url, oikos=stack.oikos, model=model) | {
+            "HERMES_EVALS_CASES_DIR": str(cases)
+        }
+        with DaphneServer(database=LiveDatabase(database_url), env=env, log_path=directory / "daphne.log") as hermes:
+            yield Stack(hermes=hermes, oikos=stack.oikos, model=model, database_url=database_url, env=env), cases
+
+
+def test_a_finished_session_is_saved_as_a_case_and_listed(browser: Browser, saving: tuple[Stack, Path]) -> None:
+    own, cases = saving
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, base_url=own.url, color_scheme="dark")
+    context.set_default_timeout(10_000)
+    page = watch(context.new_page())
+    home = page.page
+    try:
+        home.goto("/ui/")
+        ask(home, "what's degraded and what depends on it?")
+        expect(home).to_have_url(SESSION_URL)
+        session_id = home.url.rstrip("/").rsplit("/", 1)[-1]
+        wait_done(last_turn(home))
+        home.reload()
+        home.get_by_role("link", name="Save as eval case").click()
+        home.get_by_label("The true answer or cause (required)").fill("postgres's WAL archiving to pbs failed")
+        home.get_by_label("File name (the case's id)").fill("saved-from-browser")
+        home.get_by_label("Expected facts, one per line").fill("postgres is degraded")
+        home.get_by_role("button", name="Save as eval case").click()
+        expect(home.locator(".eval-saved")).to_contain_text(str(cases / "saved-from-browser.yaml"))
+
+        case = case_load(cases / "saved-from-browser.yaml")
+        assert case.ask == "what's degraded and what depends on it?" and case.source == f"session {session_id}"
+        assert case.truth == "postgres's WAL archiving to pbs failed"
+        assert case.world.recorded and all(call.tool != "current_time" for call in case.world.recorded)
+        assert case.expect.tools_required == list(dict.fromkeys(call.tool for call in case.world.recorded))
+
+        home.get_by_role("link", name="The case files").click()
+        row = home.locator(".eval-case-row", has_text="saved-from-browser")
+        expect(row).to_contain_text(f"session {session_id}")
+
+        page.assert_clean()
+        # Saving again under the same name is refused (a 400, which the console reports); the file stays.
+        home.go_back()
+        home.go_back()
+        home.get_by_label("The true answer or cause (required)").fill("something else")
+        home.get_by_label("File name (the case's id)").fill("saved-from-browser")
+        home.get_by_role("button", name="Save as eval case").click()
+        expect(home.get_by_role("alert")).to_contain_text("already exists")
+        assert case_load(cases / "saved-from-browser.yaml").truth == "postgres's WAL archiving to pbs failed"
+    finally:
+        context.close()
