@@ -53,7 +53,12 @@ def run_view(*, run_id: uuid.UUID, failures_only: bool = False) -> RunView | Non
         return None
     results = list(_results().filter(run=run))
     shown = [result for result in results if not result.passed] if failures_only else results
-    return RunView(run=run, report=report_build(results), results=results, failures_only=failures_only, shown=shown)
+    report = report_build(results)
+    # Models in the order the run named them (`--model a --model b`), not the order their results sort in.
+    named = {name: index for index, name in enumerate(run.model_names or [])}
+    by_model = sorted(report.by_model, key=lambda row: named.get(row.key, len(named)))
+    report = Report(by_model=by_model, by_tag=report.by_tag, total=report.total)
+    return RunView(run=run, report=report, results=results, failures_only=failures_only, shown=shown)
 
 
 def _results() -> QuerySet[EvalResult]:
