@@ -23,7 +23,16 @@ from django.conf import settings
 
 from agent.models import Activity, AgentSession, Message, Turn
 from agent.tools.config import oikos_server_name
-from evals.cases import CASES_DIR, Case, CaseInvalid, RecordedCall, case_dump, case_load, case_parse
+from evals.cases import (
+    CASES_DIR,
+    REQUEST_EXECUTION,
+    Case,
+    CaseInvalid,
+    RecordedCall,
+    case_dump,
+    case_load,
+    case_parse,
+)
 
 # A saved case's title and questions are capped, as a case file is read by people.
 TITLE_MAX = 200
@@ -150,7 +159,14 @@ def case_build(draft: SessionDraft, form: CaseForm) -> Case:
         "tags": form.tags,
         **question,
         "world": {"recorded": [call.model_dump(mode="json") for call in draft.recorded]},
-        "expect": {"facts": facts, "forbidden_claims": form.forbidden_claims, "tools_required": form.tools_required},
+        "expect": {
+            "facts": facts,
+            "forbidden_claims": form.forbidden_claims,
+            "tools_required": form.tools_required,
+            # A session that asked Oikos to act makes a case that asks for an action: else
+            # `request_execution` would be both required and forbidden (evals/cases.py `Expect`).
+            "action": REQUEST_EXECUTION in form.tools_required,
+        },
         "source": f"session {draft.session_id}",
         "truth": form.truth.strip(),
     }

@@ -128,3 +128,15 @@ def test_a_saved_case_not_yet_run_opens_on_its_file(client: Client, cases_dir: P
     html = client.get("/ui/evals/cases/saved-sonarr-degraded/").content.decode()
     assert "No run has this case yet" in html and "Sonarr degraded" in html
     assert f'href="/ui/s/{session.id}/"' in html
+
+
+def test_a_session_that_asked_oikos_to_act_makes_a_case_that_asks_for_an_action(
+    client: Client, cases_dir: Path
+) -> None:
+    acted = [*CALLS, {"tool": "request_execution", "arguments": {"target": "service:sonarr"}, "text": '{"id": "e1"}'}]
+    session, _ = session_answered(questions=["restart sonarr"], calls=acted)
+    page = client.get(f"/ui/evals/save/{session.id}/").content.decode()
+    assert 'value="get_health_summary get_entity request_execution"' in page
+    assert _save(client, session.id, tools_required="request_execution", slug="saved-restart").startswith("200")
+    case = case_load(cases_dir / "saved-restart.yaml")
+    assert case.expect.action and "request_execution" not in case.expect.forbidden_tools
