@@ -2,7 +2,18 @@ from __future__ import annotations
 
 from django.urls import path
 
-from controlroom.views import approvals, changes, chat, elicitations, investigations, notes, pages, search, servers
+from controlroom.views import (
+    approvals,
+    changes,
+    chat,
+    elicitations,
+    evals,
+    investigations,
+    notes,
+    pages,
+    search,
+    servers,
+)
 
 app_name = "controlroom"
 
@@ -32,6 +43,13 @@ urlpatterns = [
     path("notes/<int:note_id>/active/", notes.note_active, name="note_active"),
     path("changes/", changes.changes_view, name="changes"),
     path("changes/list/", changes.changes_list_view, name="changes_list"),
+    path("evals/", evals.evals_page, name="evals"),
+    path("evals/cases/", evals.cases_page, name="eval_cases"),
+    path("evals/cases/<str:case_id>/", evals.case_page, name="eval_case"),
+    path("evals/results/<int:result_id>/", evals.result_page, name="eval_result"),
+    path("evals/save/<uuid:session_id>/", evals.case_save_page, name="eval_save"),
+    path("evals/<uuid:run_id>/", evals.run_page, name="eval_run"),
+    path("evals/<uuid:run_id>/export.md", evals.run_export, name="eval_run_export"),
     path("servers/", servers.servers_page, name="servers"),
     path("servers/callback/", servers.server_callback, name="server_callback"),
     path("servers/<str:name>/connect/", servers.server_connect, name="server_connect"),

@@ -499,3 +499,9 @@ HERMES_MATRIX_OPERATORS = env("HERMES_MATRIX_OPERATORS")
 HERMES_MATRIX_ESCALATION_ROOM = env("HERMES_MATRIX_ESCALATION_ROOM")
 # At most one edit of a streaming answer per this many seconds (the homeserver's rate limit still rules).
 HERMES_MATRIX_EDIT_SECONDS = env("HERMES_MATRIX_EDIT_SECONDS")
+
+# --- Evals (`manage.py eval`, evals/) --------------------------------------------------------------
+
+# Where eval case files are read from and where the control room's "Save as eval case" writes a new
+# one for review; empty: the repository's evals/cases/ (evals/saving.py `cases_dir`).
+HERMES_EVALS_CASES_DIR = env("HERMES_EVALS_CASES_DIR")

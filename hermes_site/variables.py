@@ -50,6 +50,7 @@ AREAS = {
     "interop": "Agent interop (A2A)",
     "watch": "Proactive investigations",
     "matrix": "Matrix bridge",
+    "evals": "Evals",
 }
 
 
@@ -267,6 +268,11 @@ VARIABLES: tuple[Variable, ...] = (
       "a room id where each investigation is posted as a thread (served like the rooms above)"),
     V("HERMES_MATRIX_EDIT_SECONDS", "matrix", Number(minimum=0.0), 1.5,
       "at most one edit of a streaming answer per this many seconds (for homeservers with strict rate limits)"),
+    # --- evals
+    V("HERMES_EVALS_CASES_DIR", "evals", Text(), "",
+      "the directory eval case files are read from and \"Save as eval case\" writes to (a deployed Hermes may "
+      "not be able to write into its code: point it at a directory you review)",
+      shown="the repository's `evals/cases/`"),
 )
 # fmt: on
 

@@ -121,6 +121,24 @@ def tokens(value: Any) -> str:
 
 
 @register.filter
+def eval_seconds(value: Any) -> str:
+    """A latency in milliseconds as seconds: 12345 → 12.3 s."""
+    try:
+        return f"{int(value) / 1000:.1f} s"
+    except (TypeError, ValueError):
+        return "—"
+
+
+@register.filter
+def percent(value: Any) -> str:
+    """A share as a whole percentage: 0.825 → 83%."""
+    try:
+        return f"{float(value):.0%}"
+    except (TypeError, ValueError):
+        return "—"
+
+
+@register.filter
 def approval_in(item: Any, approvals: dict[str, Any] | None) -> Any:
     """The state Oikos confirmed for an inline approval card, else what the transcript recorded
     (which is never decidable: see `ApprovalItem`)."""
