@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from controlroom.views import approvals, changes, chat, elicitations, investigations, pages, search, servers
+from controlroom.views import approvals, changes, chat, elicitations, investigations, pages, schedules, search, servers
 
 app_name = "controlroom"
 
@@ -27,6 +27,12 @@ urlpatterns = [
     path("proposals/<uuid:proposal_id>/decide/", approvals.proposal_decide, name="proposal_decide"),
     path("changes/", changes.changes_view, name="changes"),
     path("changes/list/", changes.changes_list_view, name="changes_list"),
+    path("schedules/", schedules.schedules_page, name="schedules"),
+    path("schedules/list/", schedules.schedules_list, name="schedules_list"),
+    path("schedules/<int:schedule_id>/", schedules.schedule_page, name="schedule"),
+    path("schedules/<int:schedule_id>/runs/", schedules.schedule_runs_list, name="schedule_runs"),
+    path("schedules/<int:schedule_id>/enable/", schedules.schedule_enable, name="schedule_enable"),
+    path("schedules/<int:schedule_id>/delete/", schedules.schedule_delete, name="schedule_delete"),
     path("servers/", servers.servers_page, name="servers"),
     path("servers/callback/", servers.server_callback, name="server_callback"),
     path("servers/<str:name>/connect/", servers.server_connect, name="server_connect"),

@@ -14,7 +14,8 @@ from django.utils.dateparse import parse_datetime
 from agent import presence
 from agent.models import Change, Instance
 from oikos.change_view import session_change_views
-from watch.models import Investigation, WatchedEvent
+from watch.models import Investigation, Schedule, ScheduleRun, WatchedEvent
+from watch.schedules import slot_next
 
 
 @dataclass(frozen=True)
@@ -176,3 +177,56 @@ SETTLED = (Change.FollowUp.DONE, Change.FollowUp.SKIPPED)
 
 def investigation_newest_id() -> int:
     return Investigation.objects.order_by("-id").values_list("id", flat=True).first() or 0
+
+
+# --- schedules (the control room's Schedules page, the home page's digest card, the Matrix bridge) ---
+
+
+@dataclass(frozen=True)
+class ScheduleRow:
+    """One schedule as the Schedules page lists it: what it is, when it runs next, how it last ran."""
+
+    schedule: Schedule
+    # The next slot (UTC) while it is enabled; None when disabled.
+    next_slot: datetime | None
+    # The newest run that is not a skipped slot (its state, verdict, session), if any.
+    last_run: ScheduleRun | None
+    skipped: int
+
+
+def schedules_listed(*, now: datetime) -> list[ScheduleRow]:
+    """Every schedule, by name, with its next slot after `now`, its last run and its skipped slots."""
+    schedules = list(Schedule.objects.annotate(skipped_count=Count("runs", filter=Q(runs__state="skipped"))))
+    last_runs: dict[int, ScheduleRun] = {}
+    ran = ScheduleRun.objects.exclude(state=ScheduleRun.State.SKIPPED).order_by("schedule_id", "-slot")
+    for run in ran.select_related("session").filter(schedule__in=schedules):
+        last_runs.setdefault(run.schedule_id, run)
+    return [
+        ScheduleRow(
+            schedule=schedule,
+            next_slot=slot_next(schedule, now) if schedule.enabled else None,
+            last_run=last_runs.get(schedule.pk),
+            skipped=cast(int, schedule.skipped_count),  # type: ignore[attr-defined]
+        )
+        for schedule in schedules
+    ]
+
+
+def schedule_runs(*, schedule_id: int, limit: int = 50) -> list[ScheduleRun]:
+    """A schedule's runs, newest slot first, skipped slots included (the page's history)."""
+    return list(ScheduleRun.objects.filter(schedule_id=schedule_id).select_related("session").order_by("-slot")[:limit])
+
+
+def digest_latest() -> ScheduleRun | None:
+    """The latest digest that ran to the end (the home page's card): done, with a verdict or not."""
+    return (
+        ScheduleRun.objects.filter(schedule__kind=Schedule.Kind.DIGEST, state=ScheduleRun.State.DONE)
+        .select_related("schedule", "session")
+        .order_by("-finished_at", "-slot", "-id")
+        .first()
+    )
+
+
+def digest_scheduled() -> bool:
+    """Whether any digest schedule exists (the card's hint says where to make one when none does)."""
+    return Schedule.objects.filter(kind=Schedule.Kind.DIGEST).exists()
