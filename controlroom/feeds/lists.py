@@ -10,8 +10,8 @@ from channels.db import database_sync_to_async
 
 from agent.broadcast import CHANGES_GROUP, SESSIONS_GROUP
 from controlroom import fragments
-from controlroom.selectors import digest_card
 from controlroom.feeds import Page
+from controlroom.selectors import digest_card
 from oikos.approvals import DECISIONS_GROUP, approvals_listed
 from oikos.rail import ApprovalState
 from oikos.selectors import approval_decisions_recent
