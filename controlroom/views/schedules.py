@@ -64,7 +64,7 @@ def schedules_page(request: HttpRequest) -> HttpResponse:
                 _changed(schedule.pk)
                 return HttpResponseRedirect(reverse("controlroom:schedules"))
     context = {**around_page(request, follow_schedules="list"), **_listing(), **_form_context(form)}
-    return render(request, "controlroom/schedules.html", context, status=400 if form.errors else 200)
+    return render(request, "controlroom/schedules.html", context)
 
 
 @require_GET
@@ -97,7 +97,7 @@ def schedule_page(request: HttpRequest, schedule_id: int) -> HttpResponse:
         "schedule": schedule,
         "runs": selectors.schedule_runs(schedule_id=schedule.pk),
     }
-    return render(request, "controlroom/schedule.html", context, status=400 if form.errors else 200)
+    return render(request, "controlroom/schedule.html", context)
 
 
 @require_GET

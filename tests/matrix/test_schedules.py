@@ -76,10 +76,13 @@ async def test_a_run_is_posted_once_verdict_first_whatever_bridges_run(
     assert f'href="https://hermes.example.net/ui/s/{run.session_id}/"' in html
     assert digest.content["msgtype"] == "m.text" and digest.thread is None and digest.edits == 0
 
-    # A second bridge, and the first restarted: neither posts it again.
+    # A second bridge, and the first restarted: neither posts it again. (Room chatter before each
+    # start ends the new bridge's first sync at once: it resumes from the stored position.)
+    await room.alice.send(room.room_id, "coffee first")
     second = await bridge_start(poll_seconds=0.2)
     await first.stop()
     assert await second.bridge.schedule_runs_post() == 0
+    await room.alice.send(room.room_id, "then the digest")
     third = await bridge_start(poll_seconds=0.2)
     assert await third.bridge.schedule_runs_post() == 0
     post = await database_sync_to_async(MatrixSchedulePost.objects.get)(run_id=run.pk)
