@@ -7,7 +7,10 @@ under test.
 
 from __future__ import annotations
 
+import asyncio
 import datetime
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from channels.db import database_sync_to_async
@@ -52,6 +55,17 @@ def _run_done(*, room_id: str, verdict: str, answer: str, slot: datetime.datetim
     )
 
 
+async def _another_bridge(room: Room, bridge_start: Callable[..., Any]) -> Any:
+    """A bridge started beside (or after) the first. It resumes from the stored sync position and is
+    ready once a sync returns: room chatter (not for Hermes) ends that long poll, and is sent until
+    it does, since the first bridge may move the stored position past one message."""
+    starting = asyncio.ensure_future(bridge_start(poll_seconds=0.2))
+    while not starting.done():
+        await room.alice.send(room.room_id, "coffee first")
+        await asyncio.wait([starting], timeout=1.0)
+    return starting.result()
+
+
 def _digests(messages: list[Posted]) -> list[Posted]:
     return [m for m in messages if "morning digest" in m.body]
 
@@ -76,14 +90,11 @@ async def test_a_run_is_posted_once_verdict_first_whatever_bridges_run(
     assert f'href="https://hermes.example.net/ui/s/{run.session_id}/"' in html
     assert digest.content["msgtype"] == "m.text" and digest.thread is None and digest.edits == 0
 
-    # A second bridge, and the first restarted: neither posts it again. (Room chatter before each
-    # start ends the new bridge's first sync at once: it resumes from the stored position.)
-    await room.alice.send(room.room_id, "coffee first")
-    second = await bridge_start(poll_seconds=0.2)
+    # A second bridge, and the first restarted: neither posts it again.
+    second = await _another_bridge(room, bridge_start)
     await first.stop()
     assert await second.bridge.schedule_runs_post() == 0
-    await room.alice.send(room.room_id, "then the digest")
-    third = await bridge_start(poll_seconds=0.2)
+    third = await _another_bridge(room, bridge_start)
     assert await third.bridge.schedule_runs_post() == 0
     post = await database_sync_to_async(MatrixSchedulePost.objects.get)(run_id=run.pk)
     assert post.state == "posted" and post.event_id == digest.event_id
