@@ -206,7 +206,7 @@ def schedules_listed(*, now: datetime) -> list[ScheduleRow]:
             schedule=schedule,
             next_slot=slot_next(schedule, now) if schedule.enabled else None,
             last_run=last_runs.get(schedule.pk),
-            skipped=cast(int, schedule.skipped_count),  # type: ignore[attr-defined]
+            skipped=cast(int, schedule.skipped_count),
         )
         for schedule in schedules
     ]

@@ -31,7 +31,8 @@ from watch.schedules import schedules_changed_publish
 schedule = Schedule.objects.get(name={name!r})
 session = AgentSession.objects.create(actor="agent:hermes", origin="schedule", title=schedule.name)
 turn = Turn.objects.create(session=session, actor="agent:hermes", status="done")
-Message.objects.create(session=session, turn=turn, role="user", content=[{{"type": "text", "text": "the scheduled digest"}}])
+question = [{{"type": "text", "text": "the scheduled digest"}}]
+Message.objects.create(session=session, turn=turn, role="user", content=question)
 answer = {verdict!r} + "\\n\\n- sonarr degraded\\n- jellyfin degraded\\n- deploy of grafana waits for approval"
 Message.objects.create(session=session, turn=turn, role="assistant", content=[{{"type": "text", "text": answer}}])
 run = ScheduleRun.objects.create(schedule=schedule, slot=timezone.now().replace(second=0, microsecond=0),
