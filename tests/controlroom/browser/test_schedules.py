@@ -10,9 +10,10 @@ watcher leaves it (a session whose turn answered, the run `done` with its verdic
 from __future__ import annotations
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Browser, Page, expect
 
-from tests.controlroom.browser.conftest import ARTIFACTS, Stack, Watched
+from tests.controlroom.browser.conftest import ARTIFACTS, Stack, Watched, watch
+from tests.controlroom.browser.test_phone_layout import INNER_SCROLLERS, PHONE
 from tests.fakes.daphne import LiveDatabase
 from tests.fakes.subprocesses import manage
 
@@ -110,3 +111,37 @@ def test_a_digest_made_on_the_page_shows_on_home_live_verdict_first(page: Watche
     read.page.goto(f"/ui/s/{session_id}/")
     expect(browser_page.locator(".transcript")).to_contain_text("sonarr degraded")
     page.assert_clean()
+
+
+def test_at_phone_width_the_digest_reads_after_the_approvals_and_before_the_chat(
+    browser: Browser, stack: Stack
+) -> None:
+    name = "morning digest (phone)"
+    made = manage(
+        "shell",
+        "-c",
+        "from watch.models import Schedule\n"
+        f"Schedule.objects.create(name={name!r}, kind='digest', cron='0 7 * * *', owner='t')",
+        env=stack.env,
+    )
+    assert made.returncode == 0, made.stderr
+    done = manage("shell", "-c", DIGEST_RAN.format(name=name, verdict="All green."), env=stack.env)
+    assert done.returncode == 0, done.stderr
+    context = browser.new_context(
+        viewport=PHONE, device_scale_factor=2, is_mobile=True, has_touch=True, base_url=stack.url, color_scheme="dark"
+    )
+    context.set_default_timeout(10_000)
+    phone = watch(context.new_page())
+    phone.page.goto("/ui/")
+    card = phone.page.locator("#digest")
+    expect(card.locator(".digest-verdict")).to_have_text("All green.")
+    box = card.bounding_box()
+    approvals = phone.page.locator("#rail-approvals").bounding_box()
+    conversation = phone.page.locator("#conversation").bounding_box()
+    assert box is not None and approvals is not None and conversation is not None
+    assert approvals["y"] < box["y"] < conversation["y"]
+    assert box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"] + 1
+    assert card.evaluate(INNER_SCROLLERS) == []
+    phone.page.screenshot(path=str(ARTIFACTS / "phone-digest.png"))
+    phone.assert_clean()
+    context.close()
