@@ -85,6 +85,7 @@ def test_paused_changed_and_removed(client: Client) -> None:
     schedule.refresh_from_db()
     assert schedule.cron == "0 9 * * sun"
 
+    assert "Delete schedule" in client.get(f"/ui/schedules/{schedule.pk}/").content.decode()
     client.post(f"/ui/schedules/{schedule.pk}/delete/")
     assert not Schedule.objects.exists()
 
