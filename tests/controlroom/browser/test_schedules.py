@@ -135,6 +135,8 @@ def test_at_phone_width_the_digest_reads_after_the_approvals_and_before_the_chat
     phone.page.goto("/ui/")
     card = phone.page.locator("#digest")
     expect(card.locator(".digest-verdict")).to_have_text("All green.")
+    # The rail's blocks arrive with the socket's snapshot.
+    expect(phone.page.locator("#rail-approvals")).to_be_visible()
     box = card.bounding_box()
     approvals = phone.page.locator("#rail-approvals").bounding_box()
     conversation = phone.page.locator("#conversation").bounding_box()
