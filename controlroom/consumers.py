@@ -23,7 +23,15 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from common import metrics
 from controlroom import fragments
 from controlroom.feeds import Page
-from controlroom.feeds.lists import ApprovalsFeed, ChangesFeed, InvestigationsFeed, NotesFeed, SessionsFeed
+from controlroom.feeds.lists import (
+    ApprovalsFeed,
+    ChangesFeed,
+    DigestFeed,
+    InvestigationsFeed,
+    NotesFeed,
+    SchedulesFeed,
+    SessionsFeed,
+)
 from controlroom.feeds.rail import RailFeed
 from controlroom.feeds.transcript import TranscriptFeed
 from controlroom.frames import frames_pack
@@ -39,11 +47,11 @@ Handler = Callable[[dict[str, Any]], Awaitable[None]]
 
 
 class ControlRoomConsumer(AsyncWebsocketConsumer):
-    """`/ws/ui/?session=<uuid>&turns=<n>&rail=1&sessions=1&approvals=1&investigations=1&changes=1&notes=1`:
-    one conversation (its latest `n` turns, a session page's count by default), the rail, the
-    session list, the approvals page's cards, the investigations page's list, the Changes
-    page's list and the Notes page's list — each optional. Every
-    socket announces a new investigation."""
+    """`/ws/ui/?session=<uuid>&turns=<n>&rail=1&sessions=1&approvals=1&investigations=1&changes=1&notes=1&schedules=list`:
+    one conversation (its latest `n` turns, a session page's count by default), the rail (with the
+    latest digest's card), the session list, the approvals page's cards, the investigations page's
+    list, the Changes page's list, the Notes page's list and the Schedules page's list (or,
+    `schedules=<id>`, one schedule's runs) — each optional. Every socket announces a new investigation."""
 
     page: Page
     transcript: TranscriptFeed
@@ -53,6 +61,8 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
     investigations: InvestigationsFeed | None
     changes: ChangesFeed | None
     notes: NotesFeed | None
+    schedules: SchedulesFeed | None
+    digest: DigestFeed | None
     news: InvestigationFeed
 
     async def connect(self) -> None:
@@ -78,6 +88,10 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
         self.investigations = InvestigationsFeed() if "investigations" in asked else None
         self.changes = ChangesFeed(self.page) if "changes" in asked else None
         self.notes = NotesFeed(self.page) if "notes" in asked else None
+        shown = query.get("schedules", [""])[0]
+        self.schedules = SchedulesFeed(self.page, shown=shown) if shown else None
+        # The home page (the one with the rail) shows the latest digest.
+        self.digest = DigestFeed(self.page) if self.rail is not None else None
         await self.accept()
         metrics.websocket_opened()
         self.counted = True
@@ -123,6 +137,8 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
             table["changes.changed"] = self._changes_changed
         if self.notes is not None:
             table["notes.changed"] = self.notes.notes_changed
+        if self.schedules is not None or self.digest is not None:
+            table["schedules.changed"] = self._schedules_changed
         return table
 
     async def dispatch(self, message: dict[str, Any]) -> None:
@@ -140,7 +156,16 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
             await self.send(text_data=frame)
 
     def _groups(self) -> list[str]:
-        feeds = (self.transcript, self.sessions, self.rail, self.approvals, self.changes, self.notes)
+        feeds = (
+            self.transcript,
+            self.sessions,
+            self.rail,
+            self.approvals,
+            self.changes,
+            self.notes,
+            self.schedules,
+            self.digest,
+        )
         # A group two feeds listen to is joined once.
         return list(dict.fromkeys(group for feed in feeds if feed is not None for group in feed.groups))
 
@@ -162,6 +187,11 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
         if self.notes is not None:
             # A note saved between the page's render and this socket joining its group.
             parts.append(fragments.note_list_refresh())
+        # Likewise a schedule saved or a digest that ended in that moment.
+        if self.schedules is not None:
+            parts.append(self.schedules.refresh())
+        if self.digest is not None:
+            parts.append(await self.digest.card())
         await self._send(parts)
 
     # --- news several feeds answer, in page order --------------------------------------------------
@@ -204,6 +234,14 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
             )
             parts.extend(escalation)
         await self._send(parts)
+
+    async def _schedules_changed(self, message: dict[str, Any]) -> None:
+        """A schedule was saved or removed, or one of its runs moved: the Schedules page's list (or
+        the schedule's runs) fetched again, the home page's digest card drawn again."""
+        if self.schedules is not None:
+            await self.schedules.schedules_changed(message)
+        if self.digest is not None:
+            await self.digest.schedules_changed(message)
 
     async def _sessions_changed(self, message: dict[str, Any]) -> None:
         """A turn started or ended somewhere: the session list fetched again, the rail's spend redrawn."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+from typing import Any
 
 from django import forms
 from django.conf import settings
@@ -10,7 +11,8 @@ from django.core.validators import RegexValidator
 
 from agent.models import Activity
 from agent.search.query import LIMIT_MAX, QUERY_MAX_CHARS, SearchFilters
-from watch.models import Investigation
+from watch.models import Investigation, Schedule
+from watch.schedules import NAME_MAX, QUESTION_MAX, ScheduleInvalid, ScheduleSpec, cron_check
 
 PLACES = (("home", "home"), ("drawer", "drawer"))
 # Oikos ids look like apr-0001 / exe-0001; anything else is refused before it reaches Oikos.
@@ -88,3 +90,50 @@ class SearchForm(forms.Form):
             tool=data["tool"],
             limit=LIMIT_MAX,
         )
+
+
+class ScheduleForm(forms.Form):
+    """A schedule as typed on the Schedules page; `watch.schedules.spec_check` has the last word."""
+
+    name = forms.CharField(max_length=NAME_MAX, strip=True)
+    kind = forms.ChoiceField(choices=Schedule.Kind.choices, initial=Schedule.Kind.QUESTION)
+    question = forms.CharField(max_length=QUESTION_MAX, required=False, strip=True, widget=forms.Textarea)
+    cron = forms.CharField(max_length=100, strip=True, initial="0 7 * * *")
+    timezone = forms.CharField(max_length=64, strip=True, initial="UTC")
+    matrix_room = forms.CharField(max_length=255, required=False, strip=True)
+    model = forms.CharField(max_length=100, required=False, strip=True)
+    may_propose = forms.BooleanField(required=False)
+    enabled = forms.BooleanField(required=False, initial=True)
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if "cron" in data and "timezone" in data:
+            # Said next to the field it is about; nothing is stored (the view stores only a valid form).
+            try:
+                data["cron"] = cron_check(data["cron"], data["timezone"])
+            except ScheduleInvalid as exc:
+                self.add_error("timezone" if str(exc).startswith("Unknown time zone") else "cron", str(exc))
+        return data
+
+    def spec(self) -> ScheduleSpec:
+        """What the form asks for (call after `is_valid()`)."""
+        data = self.cleaned_data
+        return ScheduleSpec(
+            name=data["name"],
+            cron=data["cron"],
+            timezone=data["timezone"],
+            question=data["question"],
+            kind=data["kind"],
+            matrix_room=data["matrix_room"],
+            model=data["model"],
+            may_propose=data["may_propose"],
+            enabled=data["enabled"],
+        )
+
+
+def schedule_initial(schedule: Schedule) -> dict[str, Any]:
+    """The edit form's values: the schedule as stored."""
+    return {
+        field: getattr(schedule, field)
+        for field in ("name", "kind", "question", "cron", "timezone", "matrix_room", "model", "may_propose", "enabled")
+    }

@@ -17,7 +17,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from common import dom
 from controlroom.frames import frame_fits
-from controlroom.selectors import EscalationCard
+from controlroom.selectors import DigestCard, EscalationCard
 from oikos.change_view import ChangeView
 from oikos.rail import ApprovalState, RailState
 from transcript.view import ApprovalItem, Change, Item, TextItem, ThinkingItem, TurnView
@@ -245,3 +245,18 @@ def context_meter_replace(context: Any) -> str:
 def budget_meter_replace(budget: dict[str, Any]) -> str:
     """The rail's meter of today's spend (`controlroom.selectors.budget_meter`)."""
     return _render("budget_meter.html", {"budget": budget, "oob": True})
+
+
+def schedule_list_refresh() -> str:
+    """An element that, once swapped in, makes the Schedules page fetch its list again."""
+    return _render("schedule_refresh.html", {})
+
+
+def schedule_runs_refresh(schedule_id: int) -> str:
+    """An element that, once swapped in, makes a schedule's page fetch its runs again."""
+    return _render("schedule_runs_refresh.html", {"schedule_id": schedule_id})
+
+
+def digest_replace(card: DigestCard) -> str:
+    """The home page's digest card, as it is now."""
+    return _render("digest_card.html", {"digest": card, "oob": True})

@@ -25,6 +25,7 @@ from agent.selectors import ContextInUse
 from oikos import selectors as oikos_selectors
 from oikos.card_context import target_facts
 from oikos.change_view import ChangeView, change_views_of_calls, session_change_views
+from watch import selectors as watch_selectors
 from watch.models import Investigation
 from watch.recollection import Recollection, recollection_of
 
@@ -42,6 +43,7 @@ SESSION_ORIGINS: dict[str, tuple[str, str]] = {
     "mcp": ("MCP", "Asked by an MCP client through Hermes's MCP server"),
     "a2a": ("A2A", "A peer agent talking to Hermes over A2A"),
     "matrix": ("Matrix", "Asked in the Matrix room"),
+    "schedule": ("scheduled", "Asked by a schedule (the Schedules page)"),
 }
 ORIGINS_UNBADGED = frozenset({"", "ui", INVESTIGATION_ORIGIN})
 
@@ -367,3 +369,35 @@ def session_origins() -> list[str]:
 
 
 # --- approval cards ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DigestCard:
+    """The home page's card of the latest digest (plain data: a consumer renders it too)."""
+
+    # False: no digest has run yet (the card is a quiet hint); the rest is then empty.
+    ran: bool
+    # The answer's first line, as the run stored it ("All green."); "" when the answer had none.
+    verdict: str = ""
+    schedule_name: str = ""
+    finished_at: datetime.datetime | None = None
+    session_id: str = ""
+    turn_id: str = ""
+    # Whether a digest schedule exists at all (the hint says "none yet" or "not run yet").
+    scheduled: bool = False
+
+
+def digest_card() -> DigestCard:
+    """The latest finished digest, for the home page."""
+    run = watch_selectors.digest_latest()
+    if run is None:
+        return DigestCard(ran=False, scheduled=watch_selectors.digest_scheduled())
+    return DigestCard(
+        ran=True,
+        verdict=run.verdict,
+        schedule_name=run.schedule.name,
+        finished_at=run.finished_at or run.claimed_at,
+        session_id=str(run.session_id or ""),
+        turn_id=str(run.turn_id or ""),
+        scheduled=True,
+    )

@@ -499,6 +499,9 @@ HERMES_MATRIX_OPERATORS = env("HERMES_MATRIX_OPERATORS")
 HERMES_MATRIX_ESCALATION_ROOM = env("HERMES_MATRIX_ESCALATION_ROOM")
 # At most one edit of a streaming answer per this many seconds (the homeserver's rate limit still rules).
 HERMES_MATRIX_EDIT_SECONDS = env("HERMES_MATRIX_EDIT_SECONDS")
+# Where operators open Hermes (scheme and host), so a scheduled run posted in Matrix links to its
+# session in the control room; empty: the bridge does not know, and posts no link.
+HERMES_MATRIX_CONTROLROOM_URL = env("HERMES_MATRIX_CONTROLROOM_URL").rstrip("/")
 
 # --- Evals (`manage.py eval`, evals/) --------------------------------------------------------------
 

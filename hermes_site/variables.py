@@ -268,6 +268,9 @@ VARIABLES: tuple[Variable, ...] = (
       "a room id where each investigation is posted as a thread (served like the rooms above)"),
     V("HERMES_MATRIX_EDIT_SECONDS", "matrix", Number(minimum=0.0), 1.5,
       "at most one edit of a streaming answer per this many seconds (for homeservers with strict rate limits)"),
+    V("HERMES_MATRIX_CONTROLROOM_URL", "matrix", Text(), "",
+      "the address operators open Hermes at (`https://hermes.example.net`, without `HERMES_URL_PREFIX`), "
+      "for links to sessions in the bridge's messages; empty: no links"),
     # --- evals
     V("HERMES_EVALS_CASES_DIR", "evals", Text(), "",
       "the directory eval case files are read from and \"Save as eval case\" writes to (a deployed Hermes may "

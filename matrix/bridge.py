@@ -17,7 +17,8 @@ event in an allowlisted room decides what it is:
 Each proactive investigation (`manage.py watch`) is posted, once its escalation is stored, as a new
 thread of `HERMES_MATRIX_ESCALATION_ROOM`; replies there continue the investigation's session.
 The follow-up of an execution asked in a thread (the watcher checks it, in its own process) is
-posted in that thread once it has a verdict: a new message that leads with the verdict.
+posted in that thread once it has a verdict: a new message that leads with the verdict. Each run of
+a schedule with a Matrix room (the watcher runs it) is posted there as one message, verdict first.
 
 Restarts: each event is claimed in the database before it is acted on (`MatrixEvent`), and the
 sync position is stored after each batch (`MatrixSync`). A restarted bridge resumes from that
@@ -36,12 +37,14 @@ import functools
 import logging
 import re
 import uuid
+import zoneinfo
 from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import ClientError
 from channels.db import database_sync_to_async
-from nio import AsyncClient, AsyncClientConfig, JoinError, SyncError, SyncResponse
+from django.urls import reverse
+from nio import AsyncClient, AsyncClientConfig, JoinedRoomsResponse, JoinError, SyncError, SyncResponse
 
 from agent.conversation.events import Approval
 from agent.engine.runner import TurnRejected
@@ -53,7 +56,7 @@ from matrix.answer import QUIET_SECONDS, AnswerStream
 from matrix.cards import ApprovalCards
 from matrix.config import MatrixSettings
 from matrix.models import MatrixEvent
-from matrix.render import escalation_content, followup_content, in_thread
+from matrix.render import escalation_content, followup_content, in_thread, schedule_run_content
 from matrix.sender import MatrixSendError, RoomSender
 from matrix.services import ThreadRef
 from matrix.timeline import room_timeline
@@ -128,6 +131,7 @@ class MatrixBridge:
         following = asyncio.ensure_future(self.cards.follow())
         escalating = asyncio.ensure_future(self._escalations()) if self.config.escalation_room else None
         following_up = asyncio.ensure_future(self._followups())
+        scheduled = asyncio.ensure_future(self._schedule_runs())
         try:
             await self._rooms_join()
             since = await database_sync_to_async(services.sync_position)(user_id=self.config.user_id)
@@ -151,7 +155,7 @@ class MatrixBridge:
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, RETRY_MAX_SECONDS)
         finally:
-            tasks = [task for task in (following, escalating, following_up) if task is not None]
+            tasks = [task for task in (following, escalating, following_up, scheduled) if task is not None]
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
@@ -319,6 +323,86 @@ class MatrixBridge:
             await database_sync_to_async(services.followup_posted)(execution_id=post.execution_id, event_id=event_id)
             posted += 1
         return posted
+
+    # --- schedules' runs ---------------------------------------------------------------------------
+
+    async def _schedule_runs(self) -> None:
+        """Post each ended run of a schedule in the schedule's room (cancel to stop).
+
+        The watcher runs the schedules in another process: the database is polled. Each run is
+        claimed before it is posted, so it is posted once, by one bridge, whatever restarts.
+        """
+        await self.ready.wait()
+        while True:
+            try:
+                await self.schedule_runs_post()
+            except Exception:
+                logger.exception("Posting schedules' runs failed")
+            await asyncio.sleep(self.poll_seconds)
+
+    async def schedule_runs_post(self) -> int:
+        posted = 0
+        posts = await database_sync_to_async(selectors.schedule_posts_unposted)(user_id=self.config.user_id)
+        joined = await self._rooms_joined() if posts else None
+        for post in posts:
+            claimed = await database_sync_to_async(services.schedule_post_claim)(
+                run_id=post.run_id, room_id=post.room_id
+            )
+            if not claimed:
+                continue
+            refused = self._room_refused(post.room_id, joined)
+            if refused:
+                logger.warning(
+                    "The run %s of schedule %r is not posted in %s: %s", post.run_id, post.name, post.room_id, refused
+                )
+                await database_sync_to_async(services.schedule_post_failed)(run_id=post.run_id, error=refused)
+                continue
+            content = schedule_run_content(
+                name=post.name,
+                state=post.state,
+                skipped_reason=post.skipped_reason,
+                when=post.slot.astimezone(zoneinfo.ZoneInfo(post.timezone)).strftime("%a %-d %b, %H:%M %Z"),
+                verdict=post.verdict,
+                answer=post.answer,
+                link=self._session_url(post.session_id),
+            )
+            try:
+                event_id = await self.sender.send(post.room_id, functools.partial(dict, content))
+            except MatrixSendError as exc:
+                logger.warning(
+                    "The run %s of schedule %r could not be posted in %s: %s", post.run_id, post.name, post.room_id, exc
+                )
+                await database_sync_to_async(services.schedule_post_failed)(run_id=post.run_id, error=str(exc))
+                continue
+            await database_sync_to_async(services.schedule_post_posted)(
+                run_id=post.run_id, event_id=event_id, session_id=post.session_id
+            )
+            posted += 1
+        return posted
+
+    async def _rooms_joined(self) -> set[str] | None:
+        """The rooms the bot is in, as the homeserver says now (None when it cannot say: then sending tells)."""
+        try:
+            response = await self.client.joined_rooms()
+        except (ClientError, OSError, TimeoutError):
+            return None
+        return set(response.rooms) if isinstance(response, JoinedRoomsResponse) else None
+
+    def _room_refused(self, room_id: str, joined: set[str] | None) -> str:
+        """Why the bot will not post in `room_id` ("" when it may): only in a room it serves and is in."""
+        if room_id not in self.config.rooms:
+            return "the room is not one of the bridge's rooms (HERMES_MATRIX_ROOMS)"
+        if joined is not None and room_id not in joined:
+            return "the bot is not in the room (invite it)"
+        if self._encrypted(room_id):
+            return "the room is end-to-end encrypted, which the bridge does not support"
+        return ""
+
+    def _session_url(self, session_id: uuid.UUID | None) -> str:
+        """The session in the control room, when the bridge knows where that is (HERMES_MATRIX_CONTROLROOM_URL)."""
+        if session_id is None or not self.config.controlroom_url:
+            return ""
+        return self.config.controlroom_url + reverse("controlroom:session", kwargs={"session_id": session_id})
 
     def _followup_people(self, asked_by: str, decided_by: str) -> tuple[str, str]:
         """Whom the verdict is for (a Matrix user to mention: the operator who asked, else the one who

@@ -26,6 +26,8 @@ class MatrixSettings:
     edit_seconds: float
     # Where investigations' escalations are posted ("" for nowhere); always one of `rooms`.
     escalation_room: str = ""
+    # Where operators open the control room (scheme and host), for links to sessions; "" for none.
+    controlroom_url: str = ""
 
     @classmethod
     def from_settings(cls) -> MatrixSettings:
@@ -60,6 +62,7 @@ class MatrixSettings:
             operators=operators_parse(settings.HERMES_MATRIX_OPERATORS),
             edit_seconds=settings.HERMES_MATRIX_EDIT_SECONDS,
             escalation_room=escalation_room,
+            controlroom_url=getattr(settings, "HERMES_MATRIX_CONTROLROOM_URL", ""),
         )
 
 

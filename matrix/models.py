@@ -10,6 +10,7 @@ replays nor misses anything.
 - `MatrixApprovalCard`: the approval card posted in a thread, edited as the execution goes on.
 - `MatrixEscalation`: an investigation's escalation posted as a thread of the escalation room.
 - `MatrixFollowUp`: the verdict of an execution's follow-up posted in the thread that asked for it.
+- `MatrixSchedulePost`: a schedule's run posted in the schedule's room.
 - `MatrixStranger`: a Matrix user who addressed Hermes without being an operator, told so once.
 """
 
@@ -19,7 +20,7 @@ from django.db import models
 
 from agent.fields import RedactedJSONField, RedactedTextField
 from agent.models import AgentSession, Change
-from watch.models import Investigation
+from watch.models import Investigation, ScheduleRun
 
 
 class MatrixSync(models.Model):
@@ -138,3 +139,31 @@ class MatrixStranger(models.Model):
 
     def __str__(self) -> str:
         return self.user_id
+
+
+class MatrixSchedulePost(models.Model):
+    """The claim on posting a schedule's run in its Matrix room (once per run, ever, by any bridge).
+
+    Inserted before the message is sent: a run whose post failed (a room the bot is not in, one
+    that refuses it) stays `failed` with the reason, and is not tried again.
+    """
+
+    class State(models.TextChoices):
+        POSTING = "posting"
+        POSTED = "posted"
+        FAILED = "failed"
+
+    run = models.OneToOneField(ScheduleRun, on_delete=models.CASCADE, related_name="matrix_post")
+    room_id = models.CharField(max_length=255)
+    state = models.CharField(max_length=10, choices=State.choices, default=State.POSTING)
+    # The message ("" until it is posted).
+    event_id = models.CharField(max_length=255, blank=True)
+    # Why it could not be posted (the homeserver's words, or the bridge's).
+    error = RedactedTextField(blank=True)
+    claimed_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "matrix_schedule_posts"
+
+    def __str__(self) -> str:
+        return f"post of schedule run {self.run_id} ({self.state})"

@@ -218,3 +218,47 @@ def followup_content(
     if asked:
         tail += format_html("<p><em>{}</em></p>", asked)
     return {"msgtype": "m.text", "body": plain, "format": HTML, "formatted_body": f"{html}{body_html}{tail}"}
+
+
+SCHEDULE_NOT_RUN = {
+    "budget": "did not run: the daily token budget is spent (it runs again at its next time)",
+}
+
+
+def schedule_run_content(
+    *, name: str, state: str, skipped_reason: str, when: str, verdict: str, answer: str, link: str
+) -> dict[str, Any]:
+    """One scheduled run as one message of its room.
+
+    A run that answered leads with its verdict, in bold (all a phone's notification may show), then
+    the rest of the answer (model text: rendered like an answer, never trusted as HTML), then which
+    schedule and when, with a link to its session when the bridge knows the control room's address.
+    A run that failed, or was skipped for the budget, is one short line saying so.
+    """
+    footer = f"{name} · {when}"
+    if state != "done":
+        what = "did not finish: the run failed" if state == "failed" else SCHEDULE_NOT_RUN.get(skipped_reason, "")
+        icon = "⚠️" if state == "failed" else "⏭️"
+        line = f"{icon} {name} ({when}) {what or 'did not run'}."
+        html = format_html("<p>{}{}</p>", line, _session_link(link))
+        return {"msgtype": "m.text", "body": f"{line} {link}".strip(), "format": HTML, "formatted_body": str(html)}
+    head = verdict.strip() or f"{name}: the answer has no verdict line"
+    rest = _answer_after(answer, verdict)
+    plain = "\n\n".join(part for part in (head, rest, f"— {footer}", link) if part)
+    html = format_html("<p><strong>{}</strong></p>", head)
+    body_html = markdown_render(rest) if rest else ""
+    tail = format_html("<p><em>{}</em>{}</p>", footer, _session_link(link))
+    return {"msgtype": "m.text", "body": plain, "format": HTML, "formatted_body": f"{html}{body_html}{tail}"}
+
+
+def _session_link(link: str) -> str:
+    return format_html(' · <a href="{}">Open in the control room</a>', link) if link else ""
+
+
+def _answer_after(answer: str, verdict: str) -> str:
+    """The answer without its first line when that line is the verdict (said once, in bold, above)."""
+    text = answer.strip()
+    first, _, rest = text.partition("\n")
+    if verdict.strip() and first.strip(" *_#>").strip() == verdict.strip(" *_#>").strip():
+        return rest.strip()
+    return text

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import uuid
 from dataclasses import dataclass
 
@@ -11,7 +12,7 @@ from agent import presence
 from agent.models import Change, Instance, Message, Proposal, Turn
 from matrix.models import MatrixApprovalCard, MatrixEvent, MatrixSync
 from matrix.services import CARD_FINAL
-from watch.models import Investigation
+from watch.models import Investigation, Schedule, ScheduleRun
 
 
 def card_by_event(*, event_id: str) -> MatrixApprovalCard | None:
@@ -141,3 +142,61 @@ def _undo_waiting(change: Change) -> str:
         return ""
     proposal = Proposal.objects.filter(pk=change.undo_proposal_id, status=Proposal.Status.PENDING).first()
     return f"{proposal.action} {proposal.target}".strip() if proposal is not None else ""
+
+
+# A run skipped for this reason is said in its room (the operator waits for it); a slot skipped
+# because the watchers were down is not: the catch-up run that replaced it is posted instead.
+SKIPPED_SAID = frozenset({"budget"})
+
+
+@dataclass(frozen=True)
+class SchedulePost:
+    """What the bridge posts of one schedule's run (plain data, read in the bridge's thread)."""
+
+    run_id: int
+    room_id: str
+    name: str
+    # `done`, `failed`, or `skipped` (with `skipped_reason`).
+    state: str
+    skipped_reason: str
+    slot: datetime.datetime
+    timezone: str
+    verdict: str
+    # The run's final answer ("" when it has none).
+    answer: str
+    session_id: uuid.UUID | None
+
+
+def schedule_posts_unposted(*, user_id: str) -> list[SchedulePost]:
+    """Runs of schedules with a Matrix room, ended since this bridge first ran, that no bridge has
+    claimed: those that ran, failed, or were skipped for the budget."""
+    first_start = MatrixSync.objects.filter(user_id=user_id).values_list("created_at", flat=True).first()
+    if first_start is None:
+        return []
+    ended = Q(state__in=[ScheduleRun.State.DONE, ScheduleRun.State.FAILED]) | Q(
+        state=ScheduleRun.State.SKIPPED, skipped_reason__in=SKIPPED_SAID
+    )
+    since = Q(finished_at__gte=first_start) | Q(finished_at__isnull=True, claimed_at__gte=first_start)
+    rows = (
+        ScheduleRun.objects.select_related("schedule")
+        .filter(ended, since, matrix_post__isnull=True)
+        .exclude(schedule__matrix_room="")
+        .order_by("slot", "id")
+    )
+    return [_schedule_post(run) for run in rows]
+
+
+def _schedule_post(run: ScheduleRun) -> SchedulePost:
+    schedule: Schedule = run.schedule
+    return SchedulePost(
+        run_id=run.pk,
+        room_id=schedule.matrix_room,
+        name=schedule.name,
+        state=run.state,
+        skipped_reason=run.skipped_reason,
+        slot=run.slot,
+        timezone=schedule.timezone,
+        verdict=run.verdict,
+        answer=_turn_answer(run.turn_id) if run.state == ScheduleRun.State.DONE else "",
+        session_id=run.session_id,
+    )

@@ -1,5 +1,5 @@
-"""The bridge's writes: claims, the sync position, threads, approval cards, escalations and follow-ups
-(see matrix/models.py)."""
+"""The bridge's writes: claims, the sync position, threads, approval cards, escalations, follow-ups
+and schedules' runs (see matrix/models.py)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from matrix.models import (
     MatrixEscalation,
     MatrixEvent,
     MatrixFollowUp,
+    MatrixSchedulePost,
     MatrixStranger,
     MatrixSync,
     MatrixThread,
@@ -182,3 +183,29 @@ def followup_claim(*, execution_id: str, room_id: str) -> bool:
 
 def followup_posted(*, execution_id: str, event_id: str) -> None:
     MatrixFollowUp.objects.filter(change__execution_id=execution_id).update(event_id=event_id)
+
+
+def schedule_post_claim(*, run_id: int, room_id: str) -> bool:
+    """Claim posting this schedule run; False when it was claimed before (by this bridge or another)."""
+    try:
+        with transaction.atomic():
+            MatrixSchedulePost.objects.create(run_id=run_id, room_id=room_id)
+    except IntegrityError:
+        return False
+    return True
+
+
+def schedule_post_posted(*, run_id: int, event_id: str, session_id: uuid.UUID | None) -> None:
+    """Posted: replies in a thread on the message continue the run's session, like any thread."""
+    post = MatrixSchedulePost.objects.get(run_id=run_id)
+    post.state, post.event_id = MatrixSchedulePost.State.POSTED, event_id
+    post.save(update_fields=["state", "event_id"])
+    if session_id is not None:
+        MatrixThread.objects.get_or_create(
+            room_id=post.room_id, root_event_id=event_id, defaults={"session_id": session_id}
+        )
+
+
+def schedule_post_failed(*, run_id: int, error: str) -> None:
+    """Not posted, and not tried again: the reason is kept for the operator."""
+    MatrixSchedulePost.objects.filter(run_id=run_id).update(state=MatrixSchedulePost.State.FAILED, error=error)

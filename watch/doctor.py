@@ -10,7 +10,7 @@ from django.conf import settings
 
 from agent.doctor.checks import CheckResult, Status, exception_text
 from watch.models import ScheduleRun
-from watch.selectors import ScheduleRow, WatchStatus, schedule_rows, watch_status
+from watch.selectors import ScheduleRow, WatchStatus, schedules_listed, watch_status
 
 
 async def watcher_check(seconds: float) -> CheckResult:
@@ -52,31 +52,32 @@ async def schedules_check(seconds: float) -> CheckResult:
     if not rows:
         return CheckResult("schedules", Status.SKIP, "none (manage.py schedule add --cron '0 7 * * *' --digest)")
     detail = "; ".join(_schedule_line(row) for row in rows)
-    failed = [row for row in rows if row.enabled and row.last_state == ScheduleRun.State.FAILED]
-    enabled = [row for row in rows if row.enabled]
+    enabled = [row for row in rows if row.schedule.enabled]
+    failed = [row for row in enabled if row.last_run and row.last_run.state == ScheduleRun.State.FAILED]
     if enabled and not status.watchers:
         return CheckResult(
             "schedules", Status.WARN, f"no `manage.py watch` is running: {len(enabled)} enabled never run — {detail}"
         )
     if failed:
-        names = ", ".join(f"#{row.id} {row.name}" for row in failed)
+        names = ", ".join(f"#{row.schedule.pk} {row.schedule.name}" for row in failed)
         return CheckResult("schedules", Status.WARN, f"the last run of {names} failed — {detail}")
     return CheckResult("schedules", Status.OK, detail)
 
 
 def _schedules_read() -> tuple[list[ScheduleRow], WatchStatus]:
-    return schedule_rows(), watch_status()
+    return schedules_listed(), watch_status()
 
 
 def _schedule_line(row: ScheduleRow) -> str:
+    schedule = row.schedule
     upcoming = (
-        f"next {row.next_run.astimezone(zoneinfo.ZoneInfo(row.timezone)):%Y-%m-%d %H:%M %Z}"
-        if row.next_run
+        f"next {row.next_slot.astimezone(zoneinfo.ZoneInfo(schedule.timezone)):%Y-%m-%d %H:%M %Z}"
+        if row.next_slot
         else "disabled"
     )
     last = "never ran"
-    if row.last_slot is not None:
-        said = row.last_verdict or row.last_reason
-        last = f"last {row.last_slot:%Y-%m-%d %H:%M} UTC {row.last_state}" + (f" ({said[:60]})" if said else "")
+    if row.last_run is not None:
+        said = f" ({row.last_said[:60]})" if row.last_said else ""
+        last = f"last {row.last_run.slot:%Y-%m-%d %H:%M} UTC {row.last_run.state}{said}"
     skipped = f", {row.skipped} skipped" if row.skipped else ""
-    return f"#{row.id} {row.name}: {upcoming}, {last}{skipped}"
+    return f"#{schedule.pk} {schedule.name}: {upcoming}, {last}{skipped}"

@@ -16,7 +16,7 @@ from prometheus_client.core import GaugeMetricFamily
 
 from common.metrics import DatabaseCollector, collector_register
 from watch.models import ScheduleRun, WatchedEvent
-from watch.selectors import ScheduleRow, schedule_rows
+from watch.selectors import ScheduleRow, schedules_listed
 
 EVENTS = ("hermes_watch_events", "Oikos events claimed by the watchers, by what they led to.")
 SKIPPED = ("hermes_investigations_skipped", "Investigations recorded without a model call, by reason.")
@@ -68,7 +68,7 @@ class ScheduleCollector(DatabaseCollector[list[ScheduleRow]]):
         yield GaugeMetricFamily(*SCHEDULE_LAST_STATE, labels=[*SCHEDULE_LABELS, "state"])
 
     def counts_read(self) -> list[ScheduleRow]:
-        return schedule_rows()
+        return schedules_listed()
 
     def families_build(self, rows: list[ScheduleRow]) -> Iterator[GaugeMetricFamily]:
         last = GaugeMetricFamily(*SCHEDULE_LAST_RUN, labels=SCHEDULE_LABELS)
@@ -76,13 +76,13 @@ class ScheduleCollector(DatabaseCollector[list[ScheduleRow]]):
         upcoming = GaugeMetricFamily(*SCHEDULE_NEXT_RUN, labels=SCHEDULE_LABELS)
         skipped = GaugeMetricFamily(*SCHEDULE_SKIPPED, labels=SCHEDULE_LABELS)
         for row in rows:
-            labels = [str(row.id), row.name]
-            if row.last_slot is not None:
-                last.add_metric(labels, row.last_slot.timestamp())
+            labels = [str(row.schedule.pk), row.schedule.name]
+            if row.last_run is not None:
+                last.add_metric(labels, row.last_run.slot.timestamp())
                 for value in ScheduleRun.State.values:
-                    state.add_metric([*labels, value], 1.0 if row.last_state == value else 0.0)
-            if row.next_run is not None:
-                upcoming.add_metric(labels, row.next_run.timestamp())
+                    state.add_metric([*labels, value], 1.0 if row.last_run.state == value else 0.0)
+            if row.next_slot is not None:
+                upcoming.add_metric(labels, row.next_slot.timestamp())
             skipped.add_metric(labels, row.skipped)
         yield from (last, state, upcoming, skipped)
 

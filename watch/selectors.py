@@ -180,61 +180,64 @@ def investigation_newest_id() -> int:
     return Investigation.objects.order_by("-id").values_list("id", flat=True).first() or 0
 
 
-# --- schedules (`manage.py schedule list`, `doctor`, `/metrics`) ----------------------------------------
+# --- schedules (the Schedules page, the digest card, the Matrix bridge, `schedule list`, doctor, /metrics)
 
 
 @dataclass(frozen=True)
 class ScheduleRow:
-    """A schedule as the operator checks it: when it runs next, how its last run went."""
+    """One schedule as operators check it: what it is, when it runs next, how it last ran."""
 
-    id: int
-    name: str
-    kind: str
-    cron: str
-    timezone: str
-    enabled: bool
-    matrix_room: str
-    next_run: datetime | None  # None when disabled
-    last_slot: datetime | None  # the newest run that was not skipped as missed
-    last_state: str
-    last_reason: str
-    last_verdict: str
-    last_finished_at: datetime | None
-    skipped: int  # slots recorded skipped, every reason
+    schedule: Schedule
+    # The next slot (UTC) while it is enabled; None when disabled.
+    next_slot: datetime | None
+    # The newest run that is not a slot missed while no watcher ran (a run skipped for the budget
+    # is its last run: that is news), if any.
+    last_run: ScheduleRun | None
+    # Slots recorded skipped, for every reason.
+    skipped: int
+
+    @property
+    def last_said(self) -> str:
+        """The last run's verdict, or why it did not run or failed."""
+        return (self.last_run.verdict or self.last_run.skipped_reason) if self.last_run else ""
 
 
-def schedule_rows(now: datetime | None = None) -> list[ScheduleRow]:
-    """Every schedule with its next slot and its latest run (missed slots aside), by name."""
+def schedules_listed(*, now: datetime | None = None) -> list[ScheduleRow]:
+    """Every schedule, by name, with its next slot after `now`, its last run and its skipped slots."""
     now = now or timezone.now()
-    schedules = list(Schedule.objects.all())
-    skipped = dict(
-        ScheduleRun.objects.filter(state=ScheduleRun.State.SKIPPED)
-        .values_list("schedule_id")
-        .annotate(n=Count("id"))
-        .values_list("schedule_id", "n")
+    schedules = list(
+        Schedule.objects.annotate(skipped_count=Count("runs", filter=Q(runs__state=ScheduleRun.State.SKIPPED)))
     )
-    latest: dict[int, ScheduleRun] = {}
-    for run in ScheduleRun.objects.exclude(skipped_reason="missed").order_by("schedule_id", "-slot"):
-        latest.setdefault(run.schedule_id, run)
-    rows = []
-    for schedule in schedules:
-        last = latest.get(schedule.pk)
-        rows.append(
-            ScheduleRow(
-                id=schedule.pk,
-                name=schedule.name,
-                kind=schedule.kind,
-                cron=schedule.cron,
-                timezone=schedule.timezone,
-                enabled=schedule.enabled,
-                matrix_room=schedule.matrix_room,
-                next_run=slot_next(schedule, now) if schedule.enabled else None,
-                last_slot=last.slot if last else None,
-                last_state=last.state if last else "",
-                last_reason=last.skipped_reason if last else "",
-                last_verdict=last.verdict if last else "",
-                last_finished_at=last.finished_at if last else None,
-                skipped=skipped.get(schedule.pk, 0),
-            )
+    last_runs: dict[int, ScheduleRun] = {}
+    ran = ScheduleRun.objects.exclude(skipped_reason="missed").order_by("schedule_id", "-slot")
+    for run in ran.select_related("session").filter(schedule__in=schedules):
+        last_runs.setdefault(run.schedule_id, run)
+    return [
+        ScheduleRow(
+            schedule=schedule,
+            next_slot=slot_next(schedule, now) if schedule.enabled else None,
+            last_run=last_runs.get(schedule.pk),
+            skipped=cast(int, schedule.skipped_count),
         )
-    return rows
+        for schedule in schedules
+    ]
+
+
+def schedule_runs(*, schedule_id: int, limit: int = 50) -> list[ScheduleRun]:
+    """A schedule's runs, newest slot first, skipped slots included (the page's history)."""
+    return list(ScheduleRun.objects.filter(schedule_id=schedule_id).select_related("session").order_by("-slot")[:limit])
+
+
+def digest_latest() -> ScheduleRun | None:
+    """The latest digest that ran to the end (the home page's card): done, with a verdict or not."""
+    return (
+        ScheduleRun.objects.filter(schedule__kind=Schedule.Kind.DIGEST, state=ScheduleRun.State.DONE)
+        .select_related("schedule", "session")
+        .order_by("-finished_at", "-slot", "-id")
+        .first()
+    )
+
+
+def digest_scheduled() -> bool:
+    """Whether any digest schedule exists (the card's hint says where to make one when none does)."""
+    return Schedule.objects.filter(kind=Schedule.Kind.DIGEST).exists()

@@ -1,5 +1,5 @@
 """The lists a page may keep current: its sessions, the approvals page's grid, the investigations,
-the changes, the notes."""
+the changes, the notes, the schedules (and one schedule's runs), the home page's digest card."""
 
 from __future__ import annotations
 
@@ -12,9 +12,11 @@ from agent.broadcast import CHANGES_GROUP, SESSIONS_GROUP
 from agent.memory.notes import NOTES_GROUP
 from controlroom import fragments
 from controlroom.feeds import Page
+from controlroom.selectors import digest_card
 from oikos.approvals import DECISIONS_GROUP, approvals_listed
 from oikos.rail import ApprovalState
 from oikos.selectors import approval_decisions_recent
+from watch.schedules import SCHEDULES_GROUP
 
 
 class SessionsFeed:
@@ -95,3 +97,40 @@ class NotesFeed:
 
     async def notes_changed(self, message: dict[str, Any]) -> None:
         await self.page.send([fragments.note_list_refresh()])
+
+
+class SchedulesFeed:
+    """The Schedules page's list (`shown="list"`), or one schedule's runs (`shown` its id), fetched
+    again whenever a schedule is saved or removed or one of its runs moves
+    (`watch.schedules.schedules_changed_publish`)."""
+
+    groups = [SCHEDULES_GROUP]
+
+    def __init__(self, page: Page, *, shown: str) -> None:
+        self.page = page
+        self.schedule_id = int(shown) if shown.isdigit() else None
+
+    def refresh(self) -> str:
+        if self.schedule_id is None:
+            return fragments.schedule_list_refresh()
+        return fragments.schedule_runs_refresh(self.schedule_id)
+
+    async def schedules_changed(self, message: dict[str, Any]) -> None:
+        changed = message.get("schedule_id")
+        if self.schedule_id is None or changed is None or changed == self.schedule_id:
+            await self.page.send([self.refresh()])
+
+
+class DigestFeed:
+    """The home page's card of the latest digest, drawn again when a schedule's run ends."""
+
+    groups = [SCHEDULES_GROUP]
+
+    def __init__(self, page: Page) -> None:
+        self.page = page
+
+    async def card(self) -> str:
+        return fragments.digest_replace(await database_sync_to_async(digest_card)())
+
+    async def schedules_changed(self, message: dict[str, Any]) -> None:
+        await self.page.send([await self.card()])

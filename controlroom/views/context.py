@@ -15,6 +15,7 @@ from django_htmx.middleware import HtmxDetails
 
 from agent.llm import NOT_CONFIGURED_MESSAGE, llm_configured
 from controlroom import selectors
+from controlroom.selectors import digest_card
 from oikos.approvals import approvals_confirmed
 from transcript import selectors as transcript_selectors
 
@@ -40,6 +41,7 @@ def conversation_context(
     follow_investigations: bool = False,
     follow_changes: bool = False,
     follow_notes: bool = False,
+    follow_schedules: str = "",
     before: uuid.UUID | None = None,
 ) -> dict[str, Any]:
     """The conversation pane (home or drawer) for `session_id`, or an empty one for a new chat.
@@ -47,7 +49,9 @@ def conversation_context(
     Its socket also carries what else the page shows live: the rail and the session list (home),
     the session list (`follow_sessions`), the approvals page's cards (`follow_approvals`), the
     investigations page's list (`follow_investigations`), the Changes page's list
-    (`follow_changes`), the Notes page's list (`follow_notes`); and on every page, new investigations. A
+    (`follow_changes`), the Notes page's list (`follow_notes`), the Schedules page's list or one
+    schedule's runs (`follow_schedules`:
+    "list", or the schedule's id); on home, the latest digest; and on every page, new investigations. A
     conversation with approval cards asks Oikos about them (see `approvals_confirmed`): call this
     from a thread, never from the event loop.
 
@@ -82,6 +86,8 @@ def conversation_context(
         query["changes"] = "1"
     if follow_notes:
         query["notes"] = "1"
+    if follow_schedules:
+        query["schedules"] = follow_schedules
     # A card offers Approve/Deny only for an approval Oikos confirms as pending, on the page as
     # served too (a tab whose socket is down can still decide; a forged card never can).
     cards = [item for turn in turns for item in turn.approvals()]
@@ -102,6 +108,7 @@ def conversation_context(
         "llm_ready": llm_configured(),
         "llm_missing": NOT_CONFIGURED_MESSAGE,
         "budget": selectors.budget_meter() if place == "home" else None,
+        "digest": digest_card() if place == "home" else None,
         "composer": {
             "text": text,
             "error": error,

@@ -24,6 +24,7 @@ def drawer_context(
     follow_investigations: bool = False,
     follow_changes: bool = False,
     follow_notes: bool = False,
+    follow_schedules: str = "",
 ) -> dict[str, Any]:
     """The chat drawer of a page other than home: the session last used in this browser."""
     try:
@@ -39,10 +40,11 @@ def drawer_context(
         follow_investigations=follow_investigations,
         follow_changes=follow_changes,
         follow_notes=follow_notes,
+        follow_schedules=follow_schedules,
     )
 
 
-def around_page(request: HttpRequest, **follow: bool) -> dict[str, Any]:
+def around_page(request: HttpRequest, **follow: Any) -> dict[str, Any]:
     """What a page other than home shows around its content: the operator, the drawer (following
     what `follow` names, see `drawer_context`) and the decision forms of its pending approvals."""
     drawer = drawer_context(request, **follow)

@@ -7,7 +7,14 @@ import pytest
 from pytest_django.fixtures import Settings
 
 from matrix.config import MatrixConfigError, MatrixSettings, operators_parse
-from matrix.render import ToolLine, answer_content, card_content, edit_content, escalation_content
+from matrix.render import (
+    ToolLine,
+    answer_content,
+    card_content,
+    edit_content,
+    escalation_content,
+    schedule_run_content,
+)
 
 
 class TestSettings:
@@ -82,3 +89,41 @@ class TestContent:
         assert "&lt;i&gt;now&lt;/i&gt;" in card["formatted_body"] and "reason: <i>now</i>" in card["body"]
         escalation = escalation_content(title="t", escalation={"summary": "<script>x</script>"})
         assert "<script>" not in escalation["formatted_body"]
+
+
+class TestScheduleRun:
+    HOSTILE = '<img src=x onerror="alert(1)">'
+
+    def test_the_verdict_leads_in_bold_once_and_model_text_is_never_html(self) -> None:
+        content = schedule_run_content(
+            name="morning digest",
+            state="done",
+            skipped_reason="",
+            when="Mon 7 Dec, 07:00 WET",
+            verdict=f"1 degraded {self.HOSTILE}",
+            answer=f"**1 degraded {self.HOSTILE}**\n\nsonarr is degraded.",
+            link="https://hermes.example.net/ui/s/1/",
+        )
+        assert content["body"].startswith(f"1 degraded {self.HOSTILE}\n\nsonarr is degraded.")
+        assert content["body"].count("1 degraded") == 1
+        html = content["formatted_body"]
+        assert html.startswith("<p><strong>1 degraded &lt;img")
+        assert "<img" not in html
+        assert '<a href="https://hermes.example.net/ui/s/1/">Open in the control room</a>' in html
+
+    def test_a_run_skipped_for_the_budget_or_failed_is_one_line(self) -> None:
+        skipped = schedule_run_content(
+            name="certs",
+            state="skipped",
+            skipped_reason="budget",
+            when="Sun 6 Dec, 09:00 UTC",
+            verdict="",
+            answer="",
+            link="",
+        )
+        assert skipped["body"].startswith("⏭️ certs (Sun 6 Dec, 09:00 UTC) did not run: the daily token budget is spent")
+        assert "\n" not in skipped["body"]
+        failed = schedule_run_content(
+            name="certs", state="failed", skipped_reason="", when="Sun 6 Dec, 09:00 UTC", verdict="", answer="", link=""
+        )
+        assert failed["body"] == "⚠️ certs (Sun 6 Dec, 09:00 UTC) did not finish: the run failed."

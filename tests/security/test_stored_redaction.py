@@ -174,6 +174,9 @@ NOT_OUTSIDE_TEXT = {
     "matrix.MatrixEscalation.event_id": "a Matrix event id",
     "matrix.MatrixFollowUp.room_id": "a Matrix room id",
     "matrix.MatrixFollowUp.event_id": "a Matrix event id",
+    "matrix.MatrixSchedulePost.room_id": "a Matrix room id (the schedule's, checked on save)",
+    "matrix.MatrixSchedulePost.state": "a MatrixSchedulePost.State choice",
+    "matrix.MatrixSchedulePost.event_id": "a Matrix event id",
     "matrix.MatrixStranger.user_id": "a Matrix user id the homeserver vouches for",
 }
 

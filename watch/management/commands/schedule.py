@@ -24,7 +24,7 @@ from agent.tools.hub import tool_hub
 from watch.models import Schedule, ScheduleRun
 from watch.schedule_runs import schedule_run_now
 from watch.schedules import ScheduleInvalid, ScheduleSpec, schedule_create, schedules_changed_publish
-from watch.selectors import ScheduleRow, schedule_rows
+from watch.selectors import ScheduleRow, schedules_listed
 
 EXIT_REFUSED = 2
 
@@ -96,11 +96,11 @@ class Command(BaseCommand):
         except ScheduleInvalid as exc:
             raise CommandError(str(exc), returncode=EXIT_REFUSED) from None
         _changed(schedule.pk)
-        (row,) = [row for row in schedule_rows() if row.id == schedule.pk]
+        (row,) = [row for row in schedules_listed() if row.schedule.pk == schedule.pk]
         self.stdout.write(f"added schedule {schedule.pk} ({schedule.name}): next run {_when(row)}")
 
     def _list(self) -> None:
-        rows = schedule_rows()
+        rows = schedules_listed()
         if not rows:
             self.stdout.write("no schedules (add one: manage.py schedule add --cron '0 7 * * *' --digest)")
             return
@@ -161,17 +161,17 @@ def _name_from(question: str) -> str:
 
 def _when(row: ScheduleRow) -> str:
     """The next run in the schedule's own time zone, as its cron expression reads."""
-    if row.next_run is None:
+    if row.next_slot is None:
         return "never (disabled)"
-    return f"{row.next_run.astimezone(zoneinfo.ZoneInfo(row.timezone)):%Y-%m-%d %H:%M %Z}"
+    return f"{row.next_slot.astimezone(zoneinfo.ZoneInfo(row.schedule.timezone)):%Y-%m-%d %H:%M %Z}"
 
 
 def _cells(row: ScheduleRow) -> tuple[str, ...]:
-    last = "never"
-    if row.last_slot is not None:
-        last = f"{row.last_slot:%Y-%m-%d %H:%M} {row.last_state}"
-        said = row.last_verdict or row.last_reason
-        last += f": {said[:60]}" if said else ""
-    destinations = "control room" + (f", Matrix {row.matrix_room}" if row.matrix_room else "")
-    name = row.name if row.kind == Schedule.Kind.QUESTION else f"{row.name} (digest)"
-    return (str(row.id), name, f"{row.cron} {row.timezone}", _when(row), last, str(row.skipped), destinations)
+    schedule, last = row.schedule, "never"
+    if row.last_run is not None:
+        last = f"{row.last_run.slot:%Y-%m-%d %H:%M} {row.last_run.state}"
+        last += f": {row.last_said[:60]}" if row.last_said else ""
+    destinations = "control room" + (f", Matrix {schedule.matrix_room}" if schedule.matrix_room else "")
+    name = schedule.name if schedule.kind == Schedule.Kind.QUESTION else f"{schedule.name} (digest)"
+    cron = f"{schedule.cron} {schedule.timezone}"
+    return (str(schedule.pk), name, cron, _when(row), last, str(row.skipped), destinations)
