@@ -26,6 +26,7 @@ from channels.db import database_sync_to_async
 
 from agent.memory.notes import NoteDraft, NoteInvalid, note_as_dict, note_propose, notes_changed_publish, notes_list
 from agent.memory.recall import recall
+from agent.tools.config import mcp_servers_from_settings
 from agent.tools.context import ToolCallContext
 from agent.tools.local import LocalResult, LocalTool, OikosCaller
 
@@ -182,9 +183,15 @@ def notes_search(*, entity: str, tag: str, words: str, limit: int) -> dict[str, 
     return {"count": len(shown), "more": len(found) > limit, "notes": shown}
 
 
-def remember_tool() -> RememberTool:
-    return RememberTool()
+def _oikos_configured() -> bool:
+    return any(server.oikos for server in mcp_servers_from_settings())
 
 
-def notes_search_tool() -> NotesSearchTool:
-    return NotesSearchTool()
+def remember_tool() -> RememberTool | None:
+    """The tool, where an Oikos server is configured (as `changes_since`); `MCPConfigError` on a bad
+    server configuration, as the hub would."""
+    return RememberTool() if _oikos_configured() else None
+
+
+def notes_search_tool() -> NotesSearchTool | None:
+    return NotesSearchTool() if _oikos_configured() else None
