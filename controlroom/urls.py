@@ -2,7 +2,17 @@ from __future__ import annotations
 
 from django.urls import path
 
-from controlroom.views import approvals, changes, chat, elicitations, investigations, pages, search, servers
+from controlroom.views import (
+    approvals,
+    changes,
+    chat,
+    elicitations,
+    investigations,
+    note_proposals,
+    pages,
+    search,
+    servers,
+)
 
 app_name = "controlroom"
 
@@ -25,6 +35,7 @@ urlpatterns = [
     path("executions/undo/", approvals.execution_undo, name="execution_undo"),
     path("elicitations/<uuid:elicitation_id>/", elicitations.answer, name="elicitation_answer"),
     path("proposals/<uuid:proposal_id>/decide/", approvals.proposal_decide, name="proposal_decide"),
+    path("note-proposals/decide/", note_proposals.decide, name="note_proposal_decide"),
     path("changes/", changes.changes_view, name="changes"),
     path("changes/list/", changes.changes_list_view, name="changes_list"),
     path("servers/", servers.servers_page, name="servers"),
