@@ -90,8 +90,9 @@ class RememberTool(MemoryTool):
         runbook = arguments.get("runbook", False)
         if not isinstance(runbook, bool):
             return LocalResult.text("runbook must be true or false. Fix and call again.", is_error=True)
+        text = arguments.get("text")
         draft = NoteDraft(
-            text=arguments.get("text") if isinstance(arguments.get("text"), str) else "",
+            text=text if isinstance(text, str) else "",
             entities=arguments.get("entities") or [],
             tags=arguments.get("tags") or [],
             runbook=runbook,

@@ -256,15 +256,16 @@ class TranscriptFeed:
         """A note proposal was made or decided: the `remember` chips of this page's turns whose card
         changed are redrawn (a chip whose proposal is not stored yet is left to its tool result)."""
         views = [sync.view for sync in self.turns.values() if sync.view is not None and sync.in_page]
-        before = {
-            id(item): item.note_proposal for view in views for item in view.items if isinstance(item, ToolItem)
-        }
+        before = {id(item): item.note_proposal for view in views for item in view.items if isinstance(item, ToolItem)}
         chips = await database_sync_to_async(transcript_selectors.note_proposals_place)(views)
-        parts = [
+        changed = [
+            chip for chip in chips if chip.note_proposal is not None and chip.note_proposal != before.get(id(chip))
+        ]
+        parts: list[str] = [
             fragments.item_html(view, chip, {}, oob="true")
             for view in views
-            for chip in chips
-            if any(chip is item for item in view.items) and chip.note_proposal is not None and chip.note_proposal != before.get(id(chip))
+            for chip in changed
+            if any(chip is item for item in view.items)
         ]
         if parts:
             await self.page.send(parts)

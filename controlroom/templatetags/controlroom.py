@@ -10,8 +10,8 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 from django import template
-from django.urls import reverse
 from django.conf import settings
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.timesince import timesince

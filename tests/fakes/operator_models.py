@@ -139,7 +139,8 @@ class NoteCiter:
         cited = list(dict.fromkeys(re.findall(r"\[note (\d+)\]", system_text(request))))
         if not cited:
             return Reply.text("I have no note about that.", chunk=20)
-        return Reply.text(f"Going by {', '.join(f'[note {n}]' for n in cited)}: restart sonarr, not prowlarr.", chunk=20)
+        notes = ", ".join(f"[note {number}]" for number in cited)
+        return Reply.text(f"Going by {notes}: restart sonarr, not prowlarr.", chunk=20)
 
 
 @dataclass

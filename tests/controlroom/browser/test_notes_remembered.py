@@ -12,7 +12,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.controlroom.browser.conftest import Stack, Watched
-from tests.controlroom.browser.steps import SESSION_URL, ask, last_turn, poll, wait_done
+from tests.controlroom.browser.steps import SESSION_URL, ask, last_turn, wait_done
 from tests.fakes.daphne import LiveDatabase
 from tests.fakes.operator_models import REMEMBER_ANSWER
 from tests.fakes.scripted_models import system_text
@@ -109,9 +109,7 @@ def test_dismiss_saves_nothing_and_says_who_dismissed(page: Watched, stack: Stac
     page.assert_clean()
 
 
-def test_a_turn_given_a_note_shows_it_links_its_citation_and_the_export_lists_it(
-    page: Watched, stack: Stack
-) -> None:
+def test_a_turn_given_a_note_shows_it_links_its_citation_and_the_export_lists_it(page: Watched, stack: Stack) -> None:
     database = LiveDatabase(stack.database_url)
     text = "Sonarr indexer timeouts\n\nThey clear with a restart of sonarr; never touch prowlarr."
     moment = "2026-12-01 10:00:00"
@@ -134,7 +132,8 @@ def test_a_turn_given_a_note_shows_it_links_its_citation_and_the_export_lists_it
         wait_done(turn)
         # The model was given the note (as the fake recorded the request) ...
         asked = [r.body for r in stack.model.requests[seen:] if "sonarr" in json.dumps(r.body.get("messages"))]
-        assert asked and f"[note {note_id}]" in system_text(asked[0]) and "never touch prowlarr" in system_text(asked[0])
+        system = system_text(asked[0]) if asked else ""
+        assert f"[note {note_id}]" in system and "never touch prowlarr" in system
         # ... the turn says so, live, linking it, and the answer's citation is a link to it.
         given = turn.locator(".notes-given")
         expect(given).to_contain_text(f"[note {note_id}] Sonarr indexer timeouts (runbook)")
