@@ -9,9 +9,10 @@ import re
 import uuid
 
 import pytest
-from playwright.sync_api import expect
+from playwright.sync_api import Browser, expect
 
 from tests.controlroom.browser.conftest import Stack, Watched
+from tests.controlroom.browser.test_phone_layout import INNER_SCROLLERS, _phone
 from tests.controlroom.browser.steps import SESSION_URL, ask, last_turn, wait_done
 from tests.fakes.daphne import LiveDatabase
 from tests.fakes.operator_models import REMEMBER_ANSWER
@@ -156,3 +157,27 @@ def test_a_turn_given_a_note_shows_it_links_its_citation_and_the_export_lists_it
     finally:
         # The stack is shared: later tests about sonarr are not given this note.
         database.query("UPDATE agent_notes SET active = %s WHERE id = %s", (False, note_id))
+
+
+def test_on_a_phone_the_proposal_sits_with_the_approvals_above_the_chat(browser: Browser, stack: Stack) -> None:
+    database = LiveDatabase(stack.database_url)
+    phone = _phone(browser, stack)
+    home = phone.page
+    home.goto("/ui/")
+
+    ask(home, "remember that nextcloud's data lives on /tank/nextcloud-phone")
+
+    expect(home).to_have_url(SESSION_URL)
+    wait_done(last_turn(home))
+    card = home.locator("#note-proposals .card.note-proposal", has_text="/tank/nextcloud-phone")
+    expect(card).to_be_visible()
+    card_box, chat_box = card.bounding_box(), home.locator("#conversation").bounding_box()
+    assert card_box is not None and chat_box is not None
+    # First, with what waits for the operator: above the conversation, not below the fleet.
+    assert card_box["y"] + card_box["height"] <= chat_box["y"], (card_box, chat_box)
+    assert card.evaluate(INNER_SCROLLERS) == []
+    card.get_by_role("button", name="Save").click()
+    expect(card).to_have_attribute("data-status", "saved")
+    assert len(_notes_with(database, "/tank/nextcloud-phone")) == 1
+    phone.assert_clean()
+    home.context.close()
