@@ -12,8 +12,8 @@ import pytest
 from playwright.sync_api import Browser, expect
 
 from tests.controlroom.browser.conftest import Stack, Watched
-from tests.controlroom.browser.test_phone_layout import INNER_SCROLLERS, _phone
 from tests.controlroom.browser.steps import SESSION_URL, ask, last_turn, wait_done
+from tests.controlroom.browser.test_phone_layout import INNER_SCROLLERS, _phone
 from tests.fakes.daphne import LiveDatabase
 from tests.fakes.operator_models import REMEMBER_ANSWER
 from tests.fakes.scripted_models import system_text
