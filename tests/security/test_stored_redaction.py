@@ -52,6 +52,12 @@ BORN_REDACTING = {
     "agent.Proposal.sources",
     "agent.Proposal.outcome",
     "agent.Change.params",
+    # Notes and what a turn was given of them (agent/migrations/0016_notes.py): redacting from the start.
+    "agent.Turn.notes_given",
+    "agent.Note.entities",
+    "agent.Note.tags",
+    "agent.NoteProposal.entities",
+    "agent.NoteProposal.tags",
 }
 
 NOT_OUTSIDE_TEXT = {
@@ -117,6 +123,12 @@ NOT_OUTSIDE_TEXT = {
     "interop.A2ATask.owner": "a configured peer's name",
     "interop.A2ATask.state": "a TaskState name",
     "oikos.ApprovalDecision.approval_id": "Oikos's approval id, a key Hermes looks up",
+    "agent.Note.author": "an identity Hermes resolved (the signed-in operator, or the API's caller)",
+    "agent.Note.updated_by": "an identity Hermes resolved",
+    "agent.NoteProposal.tool_use_id": "the model API's id for the remember call",
+    "agent.NoteProposal.proposed_by": "an identity Hermes resolved (the turn's actor)",
+    "agent.NoteProposal.status": "a NoteProposal.Status choice",
+    "agent.NoteProposal.decided_by": "an identity Hermes resolved (the operator who clicked)",
     "agent.Change.execution_id": "Oikos's execution id, the record's key",
     "agent.Change.approval_id": "Oikos's approval id",
     "agent.Change.asked_by": "an identity Hermes resolved (the turn's actor, or the proposal's)",
