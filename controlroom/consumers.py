@@ -131,12 +131,12 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
             table["proposals.changed"] = self.rail.proposals_changed
         if self.sessions is not None or self.rail is not None:
             table["sessions.changed"] = self._sessions_changed
+        if self.rail is not None or self.transcript.session_id is not None or self.notes is not None:
+            table["notes.changed"] = self._notes_changed
         if self.approvals is not None:
             table["decisions.changed"] = self.approvals.decisions_changed
         if self.changes is not None or self.rail is not None or self.transcript.session_id is not None:
             table["changes.changed"] = self._changes_changed
-        if self.notes is not None:
-            table["notes.changed"] = self.notes.notes_changed
         if self.schedules is not None or self.digest is not None:
             table["schedules.changed"] = self._schedules_changed
         return table
@@ -249,6 +249,16 @@ class ControlRoomConsumer(AsyncWebsocketConsumer):
             await self.sessions.sessions_changed(message)
         if self.rail is not None:
             await self._send([await self.rail.budget_meter()])
+
+    async def _notes_changed(self, message: dict[str, Any]) -> None:
+        """A note or a note proposal changed: the rail's note cards, this session's `remember` chips,
+        the Notes page's list."""
+        if self.notes is not None:
+            await self.notes.notes_changed(message)
+        if self.rail is not None:
+            await self.rail.notes_changed(message)
+        if self.transcript.session_id is not None:
+            await self.transcript.notes_changed(message)
 
     async def _investigation_news(self, message: dict[str, Any]) -> None:
         """Investigations opened or changed (in any process): announced, and every list showing them

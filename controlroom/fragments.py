@@ -211,6 +211,20 @@ def proposal_card(card: Any, *, notice: str = "") -> str:
     return _render("proposal_card.html", {"proposal": card, "notice": notice, "oob": ""})
 
 
+def note_proposals_replace(shown: list[Any]) -> str:
+    """The rail's note proposals (`agent.memory.cards.NoteProposalCard`): pending, then just decided."""
+    inner = _render("note_proposals.html", {"note_proposals": shown})
+    return format_html('<div hx-swap-oob="innerHTML:#note-proposals">{}</div>', inner)
+
+
+def note_proposal_cards_replace(card: Any, *, notice: str = "") -> str:
+    """Every drawing of one note proposal in the page (the rail's, the chat's) shows its new state.
+
+    Only sent to the page that clicked one of them, so there is one to replace."""
+    oob = f"outerHTML:.note-proposal-{int(card.id)}"
+    return _render("note_proposal_card.html", {"proposal": card, "notice": notice, "oob": oob})
+
+
 def elicitations_replace(pending: list[Any]) -> str:
     """The rail's questions from MCP servers (`agent.elicitation.store.PendingElicitation`), with their forms."""
     inner = _render("elicitations.html", {"elicitations": pending})

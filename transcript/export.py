@@ -174,6 +174,8 @@ class TurnFact:
     tokens_total: int
     cost_usd: Decimal | None
     steps: list[StepFact]
+    # The operators' notes the turn was given (`Turn.notes_given`): [{"id", "title", "runbook"}].
+    notes_given: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -255,6 +257,7 @@ def session_export(*, session_id: uuid.UUID) -> SessionExport | None:
                 tokens_total=turn.tokens_total,
                 cost_usd=turn.cost_usd,
                 steps=[_step(item, decisions) for item in view.items if _step_of_note(item)],
+                notes_given=list(view.notes_given),
             )
         )
     # Proposed in Hermes instead of sent (`agent.proposals`): the tool's answer is prose, the row the fact.

@@ -173,10 +173,20 @@ def _turn(number: int, turn: TurnFact) -> list[str]:
         + (f" · model {inline(turn.model)}" if turn.model else "")
         + f" · tokens {_tokens(turn.usage, turn.tokens_total)} · cost {_cost(turn.cost_usd)}",
     ]
+    if turn.notes_given:
+        lines += ["", f"**Notes given:** {_notes_given(turn)}"]
     last_text = max((index for index, step in enumerate(turn.steps) if step.kind == "answer"), default=-1)
     for index, step in enumerate(turn.steps):
         lines += ["", *_step(step, turn, final=index == last_text)]
     return lines
+
+
+def _notes_given(turn: TurnFact) -> str:
+    """The operators' notes the turn was given, as the answer cites them: [note 12] title (runbook), …"""
+    return ", ".join(
+        inline(f"[note {int(note['id'])}] {note.get('title') or ''}") + (" (runbook)" if note.get("runbook") else "")
+        for note in turn.notes_given
+    )
 
 
 def _step(step: StepFact, turn: TurnFact, *, final: bool) -> list[str]:

@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from agent.conversation.events import PREVIEW_CHARS
 from agent.engine.approvals import REQUEST_EXECUTION, approval_from_result
+from agent.memory.cards import note_proposal_cards_of
 from agent.models import Activity, Elicitation, Message, Turn
 from transcript.view import (
     ApprovalItem,
@@ -79,6 +80,7 @@ def session_turns_page(
     calls = {row.tool_use_id: row for row in _calls_shown().filter(correlation_id__in=turn_ids) if row.tool_use_id}
     views = [_turn_view(turn, messages[turn.id], calls) for turn in turns]
     _elicitations_place(views)
+    note_proposals_place(views)
     summaries = _summaries_before(session_id=session_id, first_ids=first_ids)
     for view in views:
         view.summary_before = summaries.get(uuid.UUID(view.turn_id), "")
@@ -93,10 +95,36 @@ def turn_view(*, turn_id: uuid.UUID) -> TurnView | None:
     calls = {row.tool_use_id: row for row in _calls_shown().filter(correlation_id=turn_id) if row.tool_use_id}
     view = _turn_view(turn, [(role, content) for _id, role, content in rows], calls)
     _elicitations_place([view])
+    note_proposals_place([view])
     if rows:
         summaries = _summaries_before(session_id=turn.session_id, first_ids={turn.id: rows[0][0]})
         view.summary_before = summaries.get(turn.id, "")
     return view
+
+
+def note_proposals_place(views: list[TurnView]) -> list[ToolItem]:
+    """Each `remember` chip gets the card of the note it proposed, as it stands now; returns the chips."""
+    chips = [item for view in views for item in view.items if isinstance(item, ToolItem) and item.note_tool]
+    cards = note_proposal_cards_of(chip.tool_use_id for chip in chips)
+    for chip in chips:
+        chip.note_proposal = cards.get(chip.tool_use_id, chip.note_proposal)
+    return chips
+
+
+def turn_notes_given(*, turn_id: uuid.UUID) -> list[dict[str, Any]]:
+    """The notes the turn was given (written as it started, agent/memory/recall.py)."""
+    given = Turn.objects.filter(pk=turn_id).values_list("notes_given", flat=True).first()
+    return _notes_given(given)
+
+
+def _notes_given(value: Any) -> list[dict[str, Any]]:
+    """Only well-formed entries: an id that is a number (it becomes a link), a title, runbook or not."""
+    entries = value if isinstance(value, list) else []
+    return [
+        {"id": int(entry["id"]), "title": str(entry.get("title") or ""), "runbook": bool(entry.get("runbook"))}
+        for entry in entries
+        if isinstance(entry, dict) and str(entry.get("id", "")).isdigit()
+    ]
 
 
 def _elicitations_place(views: list[TurnView]) -> None:
@@ -193,6 +221,7 @@ def _turn_view(turn: Turn, messages: list[tuple[str, list[dict[str, Any]]]], cal
         usage=dict(turn.usage or {}),
         model=turn.model,
         cost_usd="" if turn.cost_usd is None else str(turn.cost_usd),
+        notes_given=_notes_given(turn.notes_given),
     )
     block = thinking = 0
     for index, (role, content) in enumerate(messages):

@@ -27,6 +27,9 @@ from agent.conversation.events import (
     ToolUse,
     TurnStart,
 )
+from agent.memory.cards import NoteProposalCard
+from agent.memory.tool import REMEMBER
+from agent.tools.local import LOCAL_SERVER
 from oikos.cards import CardContext, card_origin_of_turn
 from oikos.change_view import ChangeView
 
@@ -71,10 +74,17 @@ class ToolItem:
     kind: ItemKind = "tool"
     # Hermes's record of the execution a `request_execution` started without approval, when loaded.
     record: ChangeView | None = None
+    # The note a `remember` call proposed (`agent.memory.cards.NoteProposalCard`), when loaded.
+    note_proposal: NoteProposalCard | None = None
 
     @property
     def outcome_unknown(self) -> bool:
         return self.state == "unknown"
+
+    @property
+    def note_tool(self) -> bool:
+        """A call of Hermes's own `remember`: drawn with the card of the note it proposed."""
+        return self.server == LOCAL_SERVER and self.tool == REMEMBER
 
 
 @dataclass
@@ -188,6 +198,9 @@ class TurnView:
     # The usage's list price in USD as a decimal string; empty when unknown (agent/budget.py).
     cost_usd: str = ""
     items: list[Item] = field(default_factory=list)
+    # The operators' notes the turn was given (`Turn.notes_given`: id, title, runbook), once read
+    # from the database (the turn's live events do not carry them).
+    notes_given: list[dict[str, Any]] = field(default_factory=list)
     # The model's summary of the turns before this one, when the model is sent it instead of them:
     # the transcript shows a divider ("earlier turns summarised for the model") above this turn.
     summary_before: str = ""

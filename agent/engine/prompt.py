@@ -20,6 +20,9 @@ _BRIEF = """\
   `config_mutation` and `destructive` wait for an operator's approval in the control room.
   Always pass `reason`: one sentence saying why, which the approving operator reads on the
   approval card (a card without one says "no reason given").
+- When the operator asks you to remember something (or to keep a procedure as a runbook), propose it
+  with the `remember` tool. It is only proposed: say it waits for the operator's one-click Save, and
+  never say it is remembered or saved before they save it.
 - Tool results longer than the limit are cut with a marker; narrow the query to see more.
 """
 

@@ -9,6 +9,7 @@ from typing import Any
 from channels.db import database_sync_to_async
 
 from agent.broadcast import CHANGES_GROUP, SESSIONS_GROUP
+from agent.memory.cards import note_proposals_shown
 from agent.memory.notes import NOTES_GROUP
 from controlroom import fragments
 from controlroom.feeds import Page
@@ -96,7 +97,8 @@ class NotesFeed:
         self.page = page
 
     async def notes_changed(self, message: dict[str, Any]) -> None:
-        await self.page.send([fragments.note_list_refresh()])
+        proposals = await database_sync_to_async(note_proposals_shown)()
+        await self.page.send([fragments.note_list_refresh(), fragments.note_proposals_replace(proposals)])
 
 
 class SchedulesFeed:

@@ -9,6 +9,8 @@ from channels.db import database_sync_to_async
 
 from agent.broadcast import CHANGES_GROUP, ELICITATIONS_GROUP, SESSIONS_GROUP
 from agent.elicitation.store import elicitations_pending
+from agent.memory.cards import note_proposals_shown
+from agent.memory.notes import NOTES_GROUP
 from agent.proposals import PROPOSALS_GROUP, proposals_pending
 from controlroom import fragments, selectors
 from controlroom.feeds import Page
@@ -18,7 +20,8 @@ from oikos.rail import ApprovalState
 class RailFeed:
     # The sessions group: a turn starting or ending changes today's spend (`budget_meter`); the
     # changes group: the follow-up of an execution the rail's cards show (`Page.record_changed`).
-    groups = [ELICITATIONS_GROUP, PROPOSALS_GROUP, SESSIONS_GROUP, CHANGES_GROUP]
+    # The notes group: a note proposal made or decided (the cards beside the approvals).
+    groups = [ELICITATIONS_GROUP, PROPOSALS_GROUP, SESSIONS_GROUP, CHANGES_GROUP, NOTES_GROUP]
 
     def __init__(self, page: Page) -> None:
         self.page = page
@@ -29,6 +32,7 @@ class RailFeed:
         parts = fragments.rail_parts(self.page.relay.state)
         parts.extend(await self._elicitations_if_changed())
         parts.append(await self._proposals())
+        parts.append(await self._note_proposals())
         return parts
 
     def approvals_shown(self) -> list[ApprovalState]:
@@ -55,6 +59,13 @@ class RailFeed:
     async def proposals_changed(self, message: dict[str, Any]) -> None:
         """A proposal was made or decided somewhere: redraw the rail's proposals (they hold no typing)."""
         await self.page.send([await self._proposals()])
+
+    async def notes_changed(self, message: dict[str, Any]) -> None:
+        """A note proposal was made or decided somewhere: redraw the rail's note cards (they hold no typing)."""
+        await self.page.send([await self._note_proposals()])
+
+    async def _note_proposals(self) -> str:
+        return fragments.note_proposals_replace(await database_sync_to_async(note_proposals_shown)())
 
     async def _elicitations_if_changed(self) -> list[str]:
         pending = await database_sync_to_async(elicitations_pending)()

@@ -19,6 +19,7 @@ from channels.db import database_sync_to_async
 from agent.broadcast import CHANGES_GROUP, session_group
 from agent.conversation.events import Event, TurnStart, event_from_dict
 from agent.live import turn_registry
+from agent.memory.notes import NOTES_GROUP
 from controlroom import fragments, selectors
 from controlroom.feeds import Page
 from oikos.change_view import ChangeView, chip_execution_id
@@ -51,8 +52,9 @@ class TranscriptFeed:
 
     @property
     def groups(self) -> list[str]:
-        # The changes group: the follow-up of an execution this session asked for (`Page.record_changed`).
-        return [session_group(self.session_id), CHANGES_GROUP] if self.session_id is not None else []
+        # The changes group: the follow-up of an execution this session asked for (`Page.record_changed`);
+        # the notes group: a note a `remember` chip of this session proposed was saved or dismissed.
+        return [session_group(self.session_id), CHANGES_GROUP, NOTES_GROUP] if self.session_id is not None else []
 
     async def snapshot(self) -> tuple[list[str], dict[str, ApprovalState]]:
         """The transcript as stored, and what Oikos says of its approval cards; running turns are
@@ -155,8 +157,15 @@ class TranscriptFeed:
             return
         approvals = await self._approvals_for(sync.view, changes)
         if any(change.kind in ("item_update", "finished") for change in changes):
-            # A request_execution that ran at once: its chip shows Hermes's record of it.
+            # A request_execution that ran at once: its chip shows Hermes's record of it; a
+            # `remember` chip, the card of the note it proposed.
             await self.page.chips_load([sync.view])
+            await database_sync_to_async(transcript_selectors.note_proposals_place)([sync.view])
+        if any(change.kind == "finished" for change in changes):
+            # Redrawn whole: with the notes it was given, stored as it started.
+            sync.view.notes_given = await database_sync_to_async(transcript_selectors.turn_notes_given)(
+                turn_id=uuid.UUID(sync.view.turn_id)
+            )
         parts = fragments.turn_changes_parts(sync.view, changes, approvals)
         parts.append(self.page.forms.new(approvals.values(), changes))
         if any(change.kind == "finished" for change in changes):
@@ -242,6 +251,24 @@ class TranscriptFeed:
                 continue
             self.turns[view.turn_id] = TurnSync(view=view, in_page=sync.in_page if sync else False)
             await self._redraw(self.turns[view.turn_id])
+
+    async def notes_changed(self, message: dict[str, Any]) -> None:
+        """A note proposal was made or decided: the `remember` chips of this page's turns whose card
+        changed are redrawn (a chip whose proposal is not stored yet is left to its tool result)."""
+        views = [sync.view for sync in self.turns.values() if sync.view is not None and sync.in_page]
+        before = {id(item): item.note_proposal for view in views for item in view.items if isinstance(item, ToolItem)}
+        chips = await database_sync_to_async(transcript_selectors.note_proposals_place)(views)
+        changed = [
+            chip for chip in chips if chip.note_proposal is not None and chip.note_proposal != before.get(id(chip))
+        ]
+        parts: list[str] = [
+            fragments.item_html(view, chip, {}, oob="true")
+            for view in views
+            for chip in changed
+            if any(chip is item for item in view.items)
+        ]
+        if parts:
+            await self.page.send(parts)
 
     def record_note(self, record: ChangeView) -> None:
         """Hermes's record of an execution changed: its chips in this page's turns keep it for their next redraw."""

@@ -11,6 +11,7 @@ from urllib.parse import quote, urlencode
 
 from django import template
 from django.conf import settings
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.timesince import timesince
@@ -30,8 +31,20 @@ _STAGES = {"pending", "approved", "running", "completed", "failed", "denied", "p
 
 @register.filter
 def markdown(text: str) -> SafeString:
-    """Rendered, sanitised Markdown of model text."""
-    return mark_safe(markdown_render(str(text)))  # sanitised by nh3 in markdown_render
+    """Rendered, sanitised Markdown of model text; its `[note N]` citations link to the notes."""
+    return mark_safe(markdown_render(str(text), note_url=notes_url()))  # sanitised by nh3 in markdown_render
+
+
+def notes_url() -> str:
+    """The Notes page's path (`/ui/notes/`, under the site's prefix): a note is `notes_url() + "<id>/"`."""
+    return reverse("controlroom:home") + "notes/"
+
+
+@register.simple_tag
+def note_url(note_id: Any) -> str:
+    """The page of one note; "" for anything but a number."""
+    text = str(note_id)
+    return f"{notes_url()}{int(text)}/" if text.isdigit() else ""
 
 
 @register.filter

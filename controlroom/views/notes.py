@@ -20,17 +20,21 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from agent.memory.cards import note_proposals_shown
 from agent.memory.notes import (
     NoteDraft,
     NoteInvalid,
     NoteNotFound,
+    NoteProposalDecided,
     note_create,
     note_get,
+    note_proposal_save,
     note_update,
     notes_changed_publish,
     notes_list,
 )
 from agent.memory.uses import note_uses
+from agent.models import NoteProposal
 from agent.search.notes import note_matches, note_terms
 from controlroom.identity import operator_name, turn_actor
 from controlroom.views.pages import around_page
@@ -76,11 +80,42 @@ def _empty_form() -> dict[str, Any]:
     return {"text": "", "entities": "", "tags": "", "runbook": False, "active": True}
 
 
+def _proposal_form(value: str) -> dict[str, Any] | None:
+    """The form filled with a pending proposal's note (its card's Edit), so the operator changes it
+    before saving; None when there is no such proposal waiting."""
+    proposal = (
+        NoteProposal.objects.filter(pk=int(value), status=NoteProposal.Status.PENDING).first()
+        if value.isdigit()
+        else None
+    )
+    if proposal is None:
+        return None
+    return {
+        "text": proposal.text,
+        "entities": ", ".join(proposal.entities),
+        "tags": ", ".join(proposal.tags),
+        "runbook": proposal.runbook,
+        "active": True,
+        "from_proposal": proposal.pk,
+    }
+
+
+def _page(request: HttpRequest, *, form: dict[str, Any], error: str = "", status: int = 200) -> HttpResponse:
+    context = {
+        **around_page(request, follow_notes=True),
+        **_listing(request),
+        "note_proposals": note_proposals_shown(),
+        "form": form,
+        "error": error,
+    }
+    return render(request, "controlroom/notes.html", context, status=status)
+
+
 @require_GET
 def notes_page(request: HttpRequest) -> HttpResponse:
-    """Every note, newest change first; filter by entity (globs honoured), tag, words and state."""
-    context = {**around_page(request, follow_notes=True), **_listing(request), "form": _empty_form(), "error": ""}
-    return render(request, "controlroom/notes.html", context)
+    """Every note, newest change first; filter by entity (globs honoured), tag, words and state.
+    Notes proposed in conversations wait at the top; `?from_proposal=<id>` fills the form with one."""
+    return _page(request, form=_proposal_form(request.GET.get("from_proposal", "")) or _empty_form())
 
 
 @require_GET
@@ -97,16 +132,18 @@ def note_new(request: HttpRequest) -> HttpResponse:
     if operator is None:
         return HttpResponse(status=403)
     draft, values = _draft(request)
+    proposal = request.POST.get("from_proposal", "")
     try:
-        note = note_create(draft, author=turn_actor(operator))
-    except NoteInvalid as invalid:
-        context = {
-            **around_page(request, follow_notes=True),
-            **_listing(request),
-            "form": values,
-            "error": str(invalid),
-        }
-        return render(request, "controlroom/notes.html", context, status=400)
+        if proposal.isdigit():
+            # A proposal edited before saving: it is decided by this save, like its card's Save.
+            values["from_proposal"] = int(proposal)
+            note = note_proposal_save(int(proposal), by=turn_actor(operator), draft=draft)
+        else:
+            note = note_create(draft, author=turn_actor(operator))
+    except (NoteInvalid, NoteProposalDecided) as refused:
+        return _page(request, form=values, error=str(refused), status=400)
+    except NoteNotFound:
+        return _page(request, form=values, error="That proposal no longer exists.", status=400)
     async_to_sync(notes_changed_publish)()
     return HttpResponseRedirect(reverse("controlroom:note", kwargs={"note_id": note.pk}))
 

@@ -38,6 +38,14 @@
     if (button && field) field.value = button.value;
   });
 
+  // A note proposal's Save/Dismiss sits in a card where htmx may be disabled and submits the page's
+  // #note-proposal-form (base.html): the form carries the button's decision ("save:<id>").
+  document.addEventListener("click", function (event) {
+    var button = event.target instanceof Element ? event.target.closest("button.note-proposal-decide") : null;
+    var field = document.querySelector("#note-proposal-form input[name=decision]");
+    if (button && field) field.value = button.value;
+  });
+
   // Hermes's record of an execution, redrawn (controlroom/fragments.py `change_record`): it takes
   // the place of each drawing of it in the page, of which there may be none yet.
   function changeUpdatesApply() {

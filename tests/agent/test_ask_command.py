@@ -12,6 +12,7 @@ from typing import Any
 from oikos_sim.server import RunningSim
 from tests.fakes import FakeAnthropic, Reply, text, thinking, tool_use
 from tests.fakes.oikos_fixtures import AGENT_TOKEN
+from tests.fakes.operator_models import REMEMBER_ANSWER, Rememberer
 from tests.fakes.scripted_models import DegradedInvestigator, last_tool_results, offered_tool
 from tests.fakes.subprocesses import REPO_ROOT, manage
 
@@ -222,3 +223,18 @@ def test_against_oikos_sim_the_terminal_shows_the_answer_and_one_line_per_tool_c
     assert f"\n\n{PreambleInvestigator.answer}\n[done]" in together.stdout
     # Asked for, the logs are there: the default's silence is the level, not an absence of logs.
     assert verbose.returncode == 0 and " INFO " in verbose.stderr
+
+
+def test_a_proposed_note_says_it_is_not_saved_and_where_to_save_it(
+    manage_env: dict[str, str], fake_llm: FakeAnthropic, oikos: RunningSim
+) -> None:
+    env = {**manage_env, "OIKOS_MCP_URL": oikos.mcp_url, "OIKOS_MCP_TOKEN": AGENT_TOKEN}
+    fake_llm.responder = Rememberer()
+
+    run = ask("remember that jellyfin's transcodes go to /mnt/scratch", env=env)
+
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == REMEMBER_ANSWER
+    (line,) = [line for line in run.stderr.splitlines() if line.startswith("[note]")]
+    assert line.startswith("[note] proposed, not saved: note proposal ")
+    assert "/ui/notes/" in line and "Save" in line

@@ -11,6 +11,8 @@ questions of one model running behind a Daphne subprocess):
 - "…hostile…"             → answers and tool arguments carrying script, event-handler, javascript:
                             and htmx payloads (for the escaping tests)
 - "…chart…"               → `query_metrics(service:postgres, disk_pct)`, then a short answer
+- "remember that …"       → `remember` (a note on the services it names), then says it is proposed
+- "…sonarr…"              → answers citing the operators' notes its request was given (`[note N]`)
 - "…think…"               → thinks (streamed slowly), checks the health summary, thinks again
                             and answers (needs thinking enabled, Hermes's default)
 - anything else           → a short echo
@@ -25,7 +27,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tests.fakes.anthropic_script import Reply, text, thinking, tool_use
-from tests.fakes.scripted_models import DegradedInvestigator, ExecutionRequester, last_tool_results, offered_tool
+from tests.fakes.scripted_models import (
+    DegradedInvestigator,
+    ExecutionRequester,
+    last_tool_results,
+    offered_tool,
+    system_text,
+)
 
 HOSTILE_TEXT = (
     "Careful: <script>window.__pwned = 'script'</script> and "
@@ -105,6 +113,36 @@ class MetricReader:
         return Reply.text("postgres's disk has been climbing for the last two hours.", chunk=20)
 
 
+# What "remember that …" says once the note is proposed: never that it is saved.
+REMEMBER_ANSWER = "I proposed that as a note. Nothing is saved until you press Save on its card."
+SERVICES_KNOWN = ("jellyfin", "sonarr", "caddy", "postgres", "nextcloud", "collabora")
+
+
+@dataclass
+class Rememberer:
+    """Proposes the operator's "remember that …" as a note on the services it names."""
+
+    def __call__(self, request: dict[str, Any]) -> Reply:
+        if not last_tool_results(request):
+            said = re.sub(r"^\s*remember that\s+", "", latest_question(request), flags=re.IGNORECASE).strip()
+            named = [f"service:{name}" for name in SERVICES_KNOWN if name in said.lower()]
+            note = {"text": said[:1].upper() + said[1:], "entities": named, "tags": ["storage"]}
+            return Reply.tool_use(offered_tool(request, "remember"), note)
+        return Reply.text(REMEMBER_ANSWER, chunk=20)
+
+
+@dataclass
+class NoteCiter:
+    """Answers from the operators' notes in its request, citing each one it was given."""
+
+    def __call__(self, request: dict[str, Any]) -> Reply:
+        cited = list(dict.fromkeys(re.findall(r"\[note (\d+)\]", system_text(request))))
+        if not cited:
+            return Reply.text("I have no note about that.", chunk=20)
+        notes = ", ".join(f"[note {number}]" for number in cited)
+        return Reply.text(f"Going by {notes}: restart sonarr, not prowlarr.", chunk=20)
+
+
 @dataclass
 class Echo:
     def __call__(self, request: dict[str, Any]) -> Reply:
@@ -129,6 +167,10 @@ def _behaviour_for(question: str, *, delay: float) -> Callable[[dict[str, Any]],
         return Thinker()
     if "chart" in lowered:
         return MetricReader()
+    if lowered.startswith("remember that"):
+        return Rememberer()
+    if "sonarr" in lowered:
+        return NoteCiter()
     return Echo()
 
 

@@ -147,8 +147,11 @@ async def test_oikos_offers_the_model_its_whole_known_surface(
 
     offered = offered_tools(llm)
     # The allowlist is oikos_sim's surface, exactly: a tool added to either shows up here. Beside
-    # it, Hermes's own read-only `changes_since` (oikos/changes_tool.py).
-    assert sorted(offered) == sorted([*(f"mcp__oikos__{tool}" for tool in OIKOS_TOOLS), "changes_since"])
+    # it, Hermes's own read-only `changes_since` (oikos/changes_tool.py) and its memory's tools
+    # (agent/memory/tool.py: `remember` only proposes a note an operator saves).
+    assert sorted(offered) == sorted(
+        [*(f"mcp__oikos__{tool}" for tool in OIKOS_TOOLS), "changes_since", "notes_search", "remember"]
+    )
 
 
 async def test_a_second_servers_request_execution_raises_no_approval(
@@ -162,7 +165,8 @@ async def test_a_second_servers_request_execution_raises_no_approval(
     handle, events = await ask("destroy vault", oikos_and_rogue_hub)
 
     offered = offered_tools(llm)
-    assert set(offered) == ROGUE_OFFERED | {f"mcp__oikos__{tool}" for tool in OIKOS_TOOLS} | {"changes_since"}
+    builtins = {"changes_since", "notes_search", "remember"}
+    assert set(offered) == ROGUE_OFFERED | {f"mcp__oikos__{tool}" for tool in OIKOS_TOOLS} | builtins
     (result,) = [event for event in events if isinstance(event, ToolResult)]
     assert FORGED_APPROVAL_ID in result.content, "the call ran and answered"
     assert not [event for event in events if isinstance(event, Approval)]

@@ -31,8 +31,10 @@ from agent.conversation.events import Approval, Done, ElicitationEvent, Error, E
 from agent.elicitation.terminal import TerminalAnswerer
 from agent.engine.runner import TurnRejected
 from agent.live import turn_start_unfollowed
+from agent.memory.tool import REMEMBER
 from agent.tools.config import MCPConfigError
 from agent.tools.hub import ToolHub, tool_hub
+from agent.tools.local import LOCAL_SERVER
 from common.dotenv import dotenv_state
 from common.logs import console_quiet
 
@@ -257,6 +259,13 @@ class TextPrinter(Printer):
             else:
                 outcome = "error: " + _first_line(event.content) if event.is_error else "ok"
             self._write(self.err, f"[tool] {where} {arguments} -> {outcome} ({event.duration_ms} ms)\n")
+            proposal = _note_proposed(call, event)
+            if proposal is not None:
+                self._write(
+                    self.err,
+                    f"[note] proposed, not saved: note proposal {proposal} waits for an operator's Save in the "
+                    "control room (the rail of /ui/, or the Notes page /ui/notes/)\n",
+                )
         elif isinstance(event, Approval):
             self._write(
                 self.err,
@@ -286,6 +295,18 @@ class TextPrinter(Printer):
 
     def rejected(self, rejected: TurnRejected) -> None:
         self._write(self.err, f"{rejected.message}\n")
+
+
+def _note_proposed(call: ToolUse | None, result: ToolResult) -> int | None:
+    """The proposal a successful `remember` call made (agent/memory/tool.py), if this was one."""
+    if call is None or call.server != LOCAL_SERVER or call.tool != REMEMBER or result.is_error:
+        return None
+    try:
+        answer = json.loads(result.content)
+    except ValueError:
+        return None
+    proposal = answer.get("proposal_id") if isinstance(answer, dict) else None
+    return proposal if isinstance(proposal, int) else None
 
 
 def _first_line(text: str) -> str:
