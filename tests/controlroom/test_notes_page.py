@@ -165,3 +165,40 @@ async def test_the_open_page_fetches_its_list_again_when_a_note_is_saved_elsewhe
 
     frame = await notes_page.until(lambda frame: 'id="note-refresh"' in frame)
     assert 'hx-get="/ui/notes/list/"' in frame and 'hx-include="#note-filters"' in frame
+
+
+def test_a_proposed_note_waits_on_the_page_and_edit_saves_it_changed_with_its_conversation_as_source(
+    client: Client,
+) -> None:
+    from agent.memory.notes import note_propose
+    from agent.models import NoteProposal
+
+    session = AgentSession.objects.create(actor="operator:alice", origin="ui", title="jellyfin")
+    proposal = note_propose(
+        NoteDraft(text="jellyfin's transcodes go to /mnt/scratch", entities=["service:jellyfin"]),
+        proposed_by="operator:alice",
+        session_id=session.pk,
+        turn_id=None,
+    )
+    page = client.get("/ui/notes/").content.decode()
+    assert "Proposed in conversations" in page and "/mnt/scratch" in page and Note.objects.count() == 0
+
+    form = client.get(f"/ui/notes/?from_proposal={proposal.pk}").content.decode()
+    assert "jellyfin&#x27;s transcodes go to /mnt/scratch</textarea>" in form
+    assert f'name="from_proposal" value="{proposal.pk}"' in form
+
+    saved = client.post(
+        "/ui/notes/new/",
+        {"text": "jellyfin's transcodes go to /mnt/scratch (an NVMe)", "entities": "service:jellyfin", "tags": ""}
+        | {"from_proposal": str(proposal.pk)},
+    )
+    assert saved.status_code == 302
+    note = Note.objects.get()
+    assert note.text.endswith("(an NVMe)") and note.source_session_id == session.pk
+    proposal.refresh_from_db()
+    assert proposal.status == NoteProposal.Status.SAVED and proposal.note_id == note.pk
+
+    # The proposal is decided: the same form again is refused, and no second note is made.
+    again = client.post("/ui/notes/new/", {"text": "again", "from_proposal": str(proposal.pk)})
+    assert again.status_code == 400 and "Already saved" in again.content.decode()
+    assert Note.objects.count() == 1
