@@ -58,6 +58,7 @@ urlpatterns = [
     path("schedules/<int:schedule_id>/", schedules.schedule_page, name="schedule"),
     path("schedules/<int:schedule_id>/runs/", schedules.schedule_runs_list, name="schedule_runs"),
     path("schedules/<int:schedule_id>/enable/", schedules.schedule_enable, name="schedule_enable"),
+    path("schedules/<int:schedule_id>/run/", schedules.schedule_run, name="schedule_run"),
     path("schedules/<int:schedule_id>/delete/", schedules.schedule_delete, name="schedule_delete"),
     path("servers/", servers.servers_page, name="servers"),
     path("servers/callback/", servers.server_callback, name="server_callback"),

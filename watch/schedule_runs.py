@@ -41,7 +41,7 @@ from django.utils import timezone
 
 from agent import presence
 from agent.engine import runner
-from agent.engine.runner import TurnRejected
+from agent.engine.runner import TurnHandle, TurnRejected
 from agent.live import turn_registry
 from agent.models import AgentSession, Message, Turn
 from agent.tools.hub import ToolHub, tool_hub
@@ -300,6 +300,13 @@ async def run_turn(claimed: Claimed, *, hub: ToolHub) -> ScheduleRun | None:
 
     None when the schedule was removed meanwhile (its runs' records with it; the session stays).
     """
+    handle = await run_begin(claimed, hub=hub)
+    return await run_follow(claimed, handle)
+
+
+async def run_begin(claimed: Claimed, *, hub: ToolHub) -> TurnHandle | None:
+    """Start the claimed run's turn and record it started; None when the turn was refused (the
+    run is then recorded skipped with the refusal's code, and no model was asked anything)."""
     await schedules_changed_publish(claimed.schedule_id)
     try:
         handle = await turn_registry().start(
@@ -314,9 +321,15 @@ async def run_turn(claimed: Claimed, *, hub: ToolHub) -> ScheduleRun | None:
     except TurnRejected as exc:
         logger.warning("Schedule %s: run %s not started: %s", claimed.schedule_id, claimed.run_id, exc.message)
         await database_sync_to_async(run_skip)(run_id=claimed.run_id, reason=exc.code)
-    else:
-        await database_sync_to_async(run_started)(run_id=claimed.run_id, turn_id=handle.turn_id)
-        await schedules_changed_publish(claimed.schedule_id)
+        return None
+    await database_sync_to_async(run_started)(run_id=claimed.run_id, turn_id=handle.turn_id)
+    await schedules_changed_publish(claimed.schedule_id)
+    return handle
+
+
+async def run_follow(claimed: Claimed, handle: TurnHandle | None) -> ScheduleRun | None:
+    """Wait for a begun run's turn to end and record how it went (the run as it stands now)."""
+    if handle is not None:
         try:
             await handle.wait()
         finally:
@@ -326,21 +339,44 @@ async def run_turn(claimed: Claimed, *, hub: ToolHub) -> ScheduleRun | None:
     return await database_sync_to_async(ScheduleRun.objects.filter(pk=claimed.run_id).first)()
 
 
-async def schedule_run_now(
-    schedule_id: int, *, by: str, hub: ToolHub | None = None, now: datetime.datetime | None = None
-) -> ScheduleRun | None:
-    """Run a schedule once now, by hand (`by`: who asked), and wait for its end; a disabled one too.
-
-    Its slot is now, off the whole minute, so it never takes a cron slot's claim.
-    """
+async def _claim_now(schedule_id: int, *, by: str, now: datetime.datetime | None) -> Claimed:
+    """A run of the schedule by hand: its slot is now, off the whole minute, so it never takes a
+    cron slot's claim. `Schedule.DoesNotExist` when there is no such schedule."""
     slot = slot_manual(now or timezone.now())
-    instance = presence.presence_current().instance_id
+    # A database thread: the first call in a process announces the process (presence.py).
+    instance = (await database_sync_to_async(presence.presence_current)()).instance_id
     claimed = await database_sync_to_async(run_claim)(
         schedule_id=schedule_id, slot=slot, owner=instance, by=by, record_missed=False
     )
     if claimed is None:
         raise Schedule.DoesNotExist(f"There is no schedule {schedule_id}.")
+    return claimed
+
+
+async def schedule_run_now(
+    schedule_id: int, *, by: str, hub: ToolHub | None = None, now: datetime.datetime | None = None
+) -> ScheduleRun | None:
+    """Run a schedule once now, by hand (`by`: who asked), and wait for its end; a disabled one too."""
+    claimed = await _claim_now(schedule_id, by=by, now=now)
     return await run_turn(claimed, hub=hub or tool_hub())
+
+
+# Runs started by hand from a page, followed in this process until they end (strong references:
+# the event loop keeps only weak ones to tasks).
+_followed: set[asyncio.Task[ScheduleRun | None]] = set()
+
+
+async def schedule_run_start(schedule_id: int, *, by: str, hub: ToolHub | None = None) -> ScheduleRun:
+    """Start a run of the schedule by hand and return at once (the control room's Run now): the
+    turn runs on in this process, followed like any turn, and its end is recorded when it comes.
+    The run returned holds its session (or, refused, why it was skipped)."""
+    claimed = await _claim_now(schedule_id, by=by, now=None)
+    handle = await run_begin(claimed, hub=hub or tool_hub())
+    if handle is not None:
+        task = asyncio.get_running_loop().create_task(run_follow(claimed, handle))
+        _followed.add(task)
+        task.add_done_callback(_followed.discard)
+    return await database_sync_to_async(ScheduleRun.objects.get)(pk=claimed.run_id)
 
 
 # --- the loop -----------------------------------------------------------------------------------------

@@ -21,10 +21,11 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from controlroom.forms import ScheduleForm, schedule_initial
-from controlroom.identity import operator_name
+from controlroom.identity import operator_name, turn_actor
 from controlroom.views.pages import around_page
 from watch import selectors
 from watch.models import Schedule
+from watch.schedule_runs import schedule_run_start
 from watch.schedules import ScheduleInvalid, schedule_create, schedule_update, schedules_changed_publish
 
 
@@ -125,6 +126,22 @@ def schedule_enable(request: HttpRequest, schedule_id: int) -> HttpResponse:
         else:
             _changed(schedule.pk)
     return HttpResponseRedirect(reverse("controlroom:schedules"))
+
+
+@require_POST
+async def schedule_run(request: HttpRequest, schedule_id: int) -> HttpResponse:
+    """Run the schedule once now (a paused one too) and open its session to watch it answer; a run
+    the budget refused is recorded skipped, and the schedule's page shows why."""
+    operator = operator_name(request)
+    if operator is None:
+        return HttpResponseForbidden("Running a schedule needs an operator identity.")
+    try:
+        run = await schedule_run_start(schedule_id, by=turn_actor(operator))
+    except Schedule.DoesNotExist:
+        raise Http404("No schedule has this number.") from None
+    if run.session_id is not None:
+        return HttpResponseRedirect(reverse("controlroom:session", kwargs={"session_id": run.session_id}))
+    return HttpResponseRedirect(reverse("controlroom:schedule", kwargs={"schedule_id": schedule_id}))
 
 
 @require_POST

@@ -3,14 +3,18 @@ with the reason next to its field, nothing stored; the page and the home page's 
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import html
 
 import pytest
+from channels.db import database_sync_to_async
 from django.test import Client
 
 from agent.models import AgentSession
 from tests.controlroom.conftest import Connect
+from tests.fakes import FakeAnthropic, Reply
+from tests.fakes.oikos_fixtures import RunningSim
 from watch.models import Schedule, ScheduleRun
 from watch.schedules import schedules_changed_publish
 
@@ -117,3 +121,30 @@ async def test_the_page_and_the_home_pages_digest_follow_the_runs(socket: Connec
     await home.until(lambda frame: 'id="digest"' in frame)
     await schedules_changed_publish(7)
     await home.until(lambda frame: 'id="digest"' in frame and "No digest yet" in frame)
+
+
+async def test_run_now_opens_the_runs_session_which_answers_and_is_recorded_as_run_by_hand(
+    llm: FakeAnthropic, oikos_settings: RunningSim
+) -> None:
+    from django.test import AsyncClient
+
+    from watch.schedules import ScheduleSpec, schedule_create
+
+    llm.enqueue(Reply.text("All green.\n\nNothing degraded."))
+    schedule = await database_sync_to_async(schedule_create)(
+        ScheduleSpec(name="check", cron="0 7 * * *", question="anything degraded?", enabled=False), owner="o"
+    )
+
+    response = await AsyncClient().post(f"/ui/schedules/{schedule.pk}/run/")
+
+    assert response.status_code == 302
+    run = await database_sync_to_async(ScheduleRun.objects.get)(schedule=schedule)
+    assert response["Location"] == f"/ui/s/{run.session_id}/"
+    for _ in range(100):  # the turn runs on after the page was answered
+        await database_sync_to_async(run.refresh_from_db)()
+        if run.state != ScheduleRun.State.RUNNING:
+            break
+        await asyncio.sleep(0.05)
+    assert (run.state, run.verdict) == ("done", "All green.") and run.by.startswith("operator:")
+    session = await database_sync_to_async(AgentSession.objects.get)(pk=run.session_id)
+    assert session.origin == "schedule"
