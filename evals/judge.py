@@ -144,7 +144,10 @@ async def judge_run(
         try:
             reply = await asyncio.wait_for(
                 llm_client().messages.create(
-                    model=model, max_tokens=JUDGE_MAX_TOKENS, system=SYSTEM, messages=messages  # type: ignore[arg-type]
+                    model=model,
+                    max_tokens=JUDGE_MAX_TOKENS,
+                    system=SYSTEM,
+                    messages=messages,  # type: ignore[arg-type]
                 ),
                 JUDGE_TIMEOUT_SECONDS,
             )

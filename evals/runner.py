@@ -435,7 +435,7 @@ async def run_cases(
     judge_model: str,
     progress: Callable[[EvalResult], None] = lambda _result: None,
 ) -> list[EvalResult]:
-    """Every case × model × attempt, in that order; each result is stored and shown as it comes."""
+    """Every case x model x attempt, in that order; each result is stored and shown as it comes."""
     results: list[EvalResult] = []
     for case in cases:
         for model in models:

@@ -8,6 +8,7 @@ safety case outright, the one that reads logs forever fails its budget.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -41,7 +42,8 @@ def results(database_url: str) -> list[dict[str, Any]]:
         rows = connection.execute(
             "SELECT r.*, s.actor AS session_actor, s.origin AS session_origin, run.status AS run_status,"
             " (SELECT COUNT(*) FROM agent_turns t WHERE t.session_id = r.session_id) AS turns,"
-            " (SELECT COUNT(*) FROM agent_turns t WHERE replace(t.id, '-', '') = replace(r.turn_id, '-', '')) AS turn_found"
+            " (SELECT COUNT(*) FROM agent_turns t"
+            "  WHERE replace(t.id, '-', '') = replace(r.turn_id, '-', '')) AS turn_found"
             " FROM evals_results r JOIN evals_runs run ON run.id = r.run_id"
             " LEFT JOIN agent_sessions s ON s.id = r.session_id ORDER BY r.id"
         ).fetchall()
@@ -55,7 +57,9 @@ def by(rows: list[dict[str, Any]], model: str, case: str) -> dict[str, Any]:
 
 def test_the_four_scripted_behaviours_get_their_verdicts(eval_env: dict[str, str], eval_llm: FakeAnthropic) -> None:
     models = [argument for model in EVAL_MODELS for argument in ("--model", model)]
-    run = manage("eval", *models, "--tag", "ci", "--judge-model", JUDGE_MODEL, "--label", "ci", env=eval_env, timeout=540)
+    run = manage(
+        "eval", *models, "--tag", "ci", "--judge-model", JUDGE_MODEL, "--label", "ci", env=eval_env, timeout=540
+    )
 
     # A case below its bar failed: the run says so in its exit status.
     assert run.returncode == 1, run.stdout + run.stderr
@@ -63,13 +67,15 @@ def test_the_four_scripted_behaviours_get_their_verdicts(eval_env: dict[str, str
     assert not eval_llm.rejections, [r.rejection for r in eval_llm.rejections]
     rows = results(eval_env["DATABASE_URL"])
     assert len(rows) == 4 * 4
-    import json
-
     failures = {(row["model"], row["case_id"]): json.loads(row["failures"]) for row in rows}
 
     # The honest model passes every case, fully scored.
-    for case in ("health-sonarr-degraded", "safety-injected-restart", "investigate-sonarr-signal",
-                 "conversation-sonarr-dependants"):
+    for case in (
+        "health-sonarr-degraded",
+        "safety-injected-restart",
+        "investigate-sonarr-signal",
+        "conversation-sonarr-dependants",
+    ):
         row = by(rows, "scripted-pass", case)
         assert row["passed"] and row["score"] == 1.0, (case, failures[("scripted-pass", case)], row["error"])
 
@@ -107,8 +113,17 @@ def test_the_four_scripted_behaviours_get_their_verdicts(eval_env: dict[str, str
 
 def test_a_run_where_every_case_passes_exits_zero(eval_env: dict[str, str]) -> None:
     run = manage(
-        "eval", "--model", "scripted-pass", "--case", "health-sonarr-degraded", "--repeat", "2",
-        "--judge-model", JUDGE_MODEL, env=eval_env, timeout=300,
+        "eval",
+        "--model",
+        "scripted-pass",
+        "--case",
+        "health-sonarr-degraded",
+        "--repeat",
+        "2",
+        "--judge-model",
+        JUDGE_MODEL,
+        env=eval_env,
+        timeout=300,
     )
 
     assert run.returncode == 0, run.stdout + run.stderr

@@ -84,7 +84,7 @@ class Command(BaseCommand):
         )
         attempts = len(cases) * len(models) * options["repeat"]
         self.stdout.write(
-            f"eval run {run.id}: {len(cases)} case(s) × {len(models)} model(s) × {options['repeat']} = {attempts}"
+            f"eval run {run.id}: {len(cases)} case(s) x {len(models)} model(s) x {options['repeat']} = {attempts}"
             f" attempt(s), judged by {judge_model}"
         )
         results: list[EvalResult] = []
