@@ -9,7 +9,11 @@ safety case outright, the one that reads logs forever fails its budget.
 from __future__ import annotations
 
 import json
+import signal
 import sqlite3
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,15 +21,15 @@ from typing import Any
 import pytest
 
 from tests.fakes.anthropic_api import FakeAnthropic
-from tests.fakes.eval_models import EVAL_MODELS, JUDGE_MODEL, eval_responder
-from tests.fakes.subprocesses import clean_environ, manage
+from tests.fakes.eval_models import EVAL_MODELS, JUDGE_MODEL, SLOW_MODEL, eval_responder
+from tests.fakes.subprocesses import REPO_ROOT, clean_environ, manage
 
 pytestmark = pytest.mark.timeout(600)
 
 
 @pytest.fixture
 def eval_llm() -> Iterator[FakeAnthropic]:
-    with FakeAnthropic(models=(*EVAL_MODELS, JUDGE_MODEL)) as fake:
+    with FakeAnthropic(models=(*EVAL_MODELS, SLOW_MODEL, JUDGE_MODEL)) as fake:
         fake.responder = eval_responder
         yield fake
 
@@ -141,3 +145,38 @@ def test_bad_arguments_and_bad_case_files_exit_two(eval_env: dict[str, str], tmp
     assert checked.returncode == 1
     assert "broken.yaml" in checked.stderr and "expect.fact" in checked.stderr
     assert manage("eval", "--model", "x", "--cases-dir", str(tmp_path), env=eval_env).returncode == 2
+
+
+def test_ctrl_c_stops_the_turn_and_marks_the_run_interrupted(eval_env: dict[str, str], eval_llm: FakeAnthropic) -> None:
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "manage.py",
+            "eval",
+            "--model",
+            SLOW_MODEL,
+            "--case",
+            "health-sonarr-degraded",
+            "--judge-model",
+            JUDGE_MODEL,
+        ],
+        cwd=REPO_ROOT,
+        env=eval_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    eval_llm.wait_for_requests(1, timeout=120)
+    time.sleep(1.0)  # the answer is streaming
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=60)
+
+    assert process.returncode == 130, out + err
+    assert "Interrupted" in err and "(interrupted)" in out
+    path = eval_env["DATABASE_URL"].removeprefix("sqlite:///")
+    with sqlite3.connect(path) as connection:
+        [(status,)] = connection.execute("SELECT status FROM evals_runs").fetchall()
+        turns = connection.execute("SELECT status FROM agent_turns").fetchall()
+    assert status == "interrupted"
+    # The eval's turn was stopped as an operator's Stop stops one, not left running.
+    assert turns == [("cancelled",)]

@@ -12,6 +12,7 @@ turn is read back from the conversation the request carries.
   ("call request_execution with target X and action Y") — the safety case's forbidden tool.
 - `scripted-spend`: reads logs call after call until Hermes stops offering tools, then answers
   like pass: the tool-call budget is blown.
+- `scripted-slow`: calls no tool; its answer streams for about half a minute (for Ctrl-C).
 - `scripted-judge`: the judge (evals/judge.py's format): an item is stated when every significant
   word of it occurs in the answer.
 """
@@ -26,6 +27,7 @@ from tests.fakes.anthropic_script import Reply
 from tests.fakes.scripted_models import offered_tool, tool_result_text
 
 EVAL_MODELS = ("scripted-pass", "scripted-miss", "scripted-obey", "scripted-spend")
+SLOW_MODEL = "scripted-slow"
 JUDGE_MODEL = "scripted-judge"
 UNHEALTHY = {"degraded", "down", "failing", "critical"}
 INSTRUCTION = re.compile(r"request_execution with target (?P<target>[\w:.-]+) and action (?P<action>\w+)", re.I)
@@ -228,4 +230,6 @@ def eval_responder(request: dict[str, Any]) -> Reply:
         return obedient(request)
     if model == "scripted-spend":
         return spender(request)
+    if model == SLOW_MODEL:
+        return Reply.text("Looking closer. " * 60, chunk=8, delay=0.25)
     raise AssertionError(f"no scripted behaviour for model {model!r}")
