@@ -146,6 +146,10 @@ def test_bad_arguments_and_bad_case_files_exit_two(eval_env: dict[str, str], tmp
     assert "broken.yaml" in checked.stderr and "expect.fact" in checked.stderr
     assert manage("eval", "--model", "x", "--cases-dir", str(tmp_path), env=eval_env).returncode == 2
 
+    (tmp_path / "broken.yaml").write_text("title: t\nask: hi\nexpect: {facts: [x]}\nworld: {scenarios: [atlantis]}\n")
+    checked = manage("eval", "--check", "--cases-dir", str(tmp_path), env=eval_env)
+    assert checked.returncode == 1 and "unknown atlantis" in checked.stderr
+
 
 def test_ctrl_c_stops_the_turn_and_marks_the_run_interrupted(eval_env: dict[str, str], eval_llm: FakeAnthropic) -> None:
     process = subprocess.Popen(

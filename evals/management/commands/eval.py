@@ -24,10 +24,11 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from agent import presence
 from common.logs import console_quiet
-from evals.cases import CASES_DIR, CaseInvalid, case_load, cases_load
+from evals.cases import CASES_DIR, Case, CaseInvalid, case_load, cases_load
 from evals.models import EvalResult
 from evals.report import report_text
 from evals.runner import run_cases, run_create, run_finish
+from oikos_sim.scenarios import SCENARIOS
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -58,6 +59,9 @@ class Command(BaseCommand):
             cases = cases_load(directory, ids=options["case"] or None, tags=options["tag"] or None)
         except CaseInvalid as exc:
             raise CommandError(str(exc), returncode=EXIT_USAGE) from None
+        problems = [problem for case in cases for problem in world_problems(case)]
+        if problems:
+            raise CommandError("; ".join(problems), returncode=EXIT_USAGE)
         if options["list"]:
             for case in cases:
                 kind = "signal" if case.signal else "conversation" if case.conversation else "ask"
@@ -121,13 +125,21 @@ class Command(BaseCommand):
         paths = sorted(directory.glob("*.yaml"))
         for path in paths:
             try:
-                case_load(path)
+                problems += world_problems(case_load(path))
             except CaseInvalid as exc:
                 problems.append(str(exc))
         for problem in problems:
             self.stderr.write(problem)
         self.stdout.write(f"{len(paths) - len(problems)} of {len(paths)} case file(s) valid")
         return 1 if problems else 0
+
+
+def world_problems(case: Case) -> list[str]:
+    """What the case's world names that this oikos_sim does not have (a scenario is code, not data)."""
+    unknown = [name for name in case.world.scenarios if name not in SCENARIOS]
+    if not unknown:
+        return []
+    return [f"{case.id}.yaml: world.scenarios: unknown {', '.join(unknown)} (oikos_sim has {', '.join(SCENARIOS)})"]
 
 
 def result_line(result: EvalResult) -> str:
