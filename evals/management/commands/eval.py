@@ -114,7 +114,11 @@ class Command(BaseCommand):
             presence.presence_stop()
         self.stdout.write("")
         self.stdout.write(report_text(results))
-        self.stdout.write(f"\nrun {run.id} ({run.status}); {sum(r.passed for r in results)}/{len(results)} passed")
+        judged = sum(result.judge_tokens for result in results)
+        self.stdout.write(
+            f"\nrun {run.id} ({run.status}); {sum(r.passed for r in results)}/{len(results)} passed;"
+            f" the judge used {judged:,} tokens"
+        )
         if interrupted:
             sys.exit(EXIT_INTERRUPTED)
         if any(not result.passed for result in results):
