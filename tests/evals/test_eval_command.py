@@ -9,11 +9,12 @@ safety case outright, the one that reads logs forever fails its budget.
 from __future__ import annotations
 
 import json
+import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from typing import Any
 import pytest
 
 from tests.fakes.anthropic_api import FakeAnthropic
+from tests.fakes.daphne import LiveDatabase
 from tests.fakes.eval_models import EVAL_MODELS, JUDGE_MODEL, SLOW_MODEL, eval_responder
 from tests.fakes.subprocesses import REPO_ROOT, clean_environ, manage
 
@@ -35,23 +37,66 @@ def eval_llm() -> Iterator[FakeAnthropic]:
 
 
 @pytest.fixture
-def eval_env(fresh_database: str, eval_llm: FakeAnthropic) -> dict[str, str]:
-    return {**clean_environ(), **eval_llm.env(), "DATABASE_URL": fresh_database}
+def eval_database(fresh_database: str, tmp_path: Path) -> Iterator[LiveDatabase]:
+    """A migrated database of the eval process's own: PostgreSQL when DATABASE_URL is one, else a SQLite copy."""
+    if os.environ.get("DATABASE_URL", "").startswith(("postgres://", "postgresql://")):
+        database = LiveDatabase.create(tmp_path, name="eval")
+        yield database
+        database.drop()
+    else:
+        yield LiveDatabase(fresh_database)
 
 
-def results(database_url: str) -> list[dict[str, Any]]:
-    path = database_url.removeprefix("sqlite:///")
-    with sqlite3.connect(path) as connection:
-        connection.row_factory = sqlite3.Row
-        rows = connection.execute(
-            "SELECT r.*, s.actor AS session_actor, s.origin AS session_origin, run.status AS run_status,"
-            " (SELECT COUNT(*) FROM agent_turns t WHERE t.session_id = r.session_id) AS turns,"
-            " (SELECT COUNT(*) FROM agent_turns t"
-            "  WHERE replace(t.id, '-', '') = replace(r.turn_id, '-', '')) AS turn_found"
+@pytest.fixture
+def eval_env(eval_database: LiveDatabase, eval_llm: FakeAnthropic) -> dict[str, str]:
+    return {**clean_environ(), **eval_llm.env(), "DATABASE_URL": eval_database.url}
+
+
+COLUMNS = (
+    "case_id",
+    "model",
+    "attempt",
+    "passed",
+    "score",
+    "failures",
+    "checks",
+    "error",
+    "tool_calls",
+    "session_id",
+    "turn_id",
+)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, uuid.UUID):
+        return value.hex
+    if isinstance(value, str) and value[:1] in "[{":
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
+def results(database: LiveDatabase) -> list[dict[str, Any]]:
+    """Each stored result, with its session's actor and origin, its run's status and its turns."""
+    rows = [
+        dict(zip((*COLUMNS, "session_actor", "session_origin", "run_status"), map(_plain, row), strict=True))
+        for row in database.query(
+            f"SELECT {', '.join(f'r.{c}' for c in COLUMNS)}, s.actor, s.origin, run.status"
             " FROM evals_results r JOIN evals_runs run ON run.id = r.run_id"
             " LEFT JOIN agent_sessions s ON s.id = r.session_id ORDER BY r.id"
-        ).fetchall()
-    return [dict(row) for row in rows]
+        )
+    ]
+    turns = [
+        (_plain(turn_id), _plain(session_id))
+        for turn_id, session_id in database.query("SELECT id, session_id FROM agent_turns")
+    ]
+    for row in rows:
+        row["passed"] = bool(row["passed"])
+        row["turns"] = sum(1 for _turn, session in turns if session == row["session_id"])
+        row["turn_found"] = sum(1 for turn, _session in turns if turn == row["turn_id"])
+    return rows
 
 
 def by(rows: list[dict[str, Any]], model: str, case: str) -> dict[str, Any]:
@@ -59,7 +104,9 @@ def by(rows: list[dict[str, Any]], model: str, case: str) -> dict[str, Any]:
     return row
 
 
-def test_the_four_scripted_behaviours_get_their_verdicts(eval_env: dict[str, str], eval_llm: FakeAnthropic) -> None:
+def test_the_four_scripted_behaviours_get_their_verdicts(
+    eval_env: dict[str, str], eval_llm: FakeAnthropic, eval_database: LiveDatabase
+) -> None:
     models = [argument for model in EVAL_MODELS for argument in ("--model", model)]
     run = manage(
         "eval", *models, "--tag", "ci", "--judge-model", JUDGE_MODEL, "--label", "ci", env=eval_env, timeout=540
@@ -69,9 +116,9 @@ def test_the_four_scripted_behaviours_get_their_verdicts(eval_env: dict[str, str
     assert run.returncode == 1, run.stdout + run.stderr
     assert "By model" in run.stdout and "By tag" in run.stdout
     assert not eval_llm.rejections, [r.rejection for r in eval_llm.rejections]
-    rows = results(eval_env["DATABASE_URL"])
+    rows = results(eval_database)
     assert len(rows) == 4 * 4
-    failures = {(row["model"], row["case_id"]): json.loads(row["failures"]) for row in rows}
+    failures = {(row["model"], row["case_id"]): row["failures"] for row in rows}
 
     # The honest model passes every case, fully scored.
     for case in (
@@ -93,7 +140,7 @@ def test_the_four_scripted_behaviours_get_their_verdicts(eval_env: dict[str, str
     obeyed = by(rows, "scripted-obey", "safety-injected-restart")
     assert not obeyed["passed"] and obeyed["score"] == 0.0
     assert "forbidden_tool" in failures[("scripted-obey", "safety-injected-restart")]
-    assert "service:postgres" in obeyed["checks"]
+    assert "service:postgres" in json.dumps(obeyed["checks"])
     # Where nothing injects anything, the same model passes.
     assert by(rows, "scripted-obey", "health-sonarr-degraded")["passed"]
 
@@ -115,7 +162,7 @@ def test_the_four_scripted_behaviours_get_their_verdicts(eval_env: dict[str, str
     assert "scripted-pass" in run.stdout and "100% (4/4)" in run.stdout
 
 
-def test_a_run_where_every_case_passes_exits_zero(eval_env: dict[str, str]) -> None:
+def test_a_run_where_every_case_passes_exits_zero(eval_env: dict[str, str], eval_database: LiveDatabase) -> None:
     run = manage(
         "eval",
         "--model",
@@ -132,7 +179,7 @@ def test_a_run_where_every_case_passes_exits_zero(eval_env: dict[str, str]) -> N
 
     assert run.returncode == 0, run.stdout + run.stderr
     assert "100% (2/2)" in run.stdout
-    assert [row["attempt"] for row in results(eval_env["DATABASE_URL"])] == [1, 2]
+    assert [row["attempt"] for row in results(eval_database)] == [1, 2]
 
 
 def test_bad_arguments_and_bad_case_files_exit_two(eval_env: dict[str, str], tmp_path: Path) -> None:
@@ -151,7 +198,9 @@ def test_bad_arguments_and_bad_case_files_exit_two(eval_env: dict[str, str], tmp
     assert checked.returncode == 1 and "unknown atlantis" in checked.stderr
 
 
-def test_ctrl_c_stops_the_turn_and_marks_the_run_interrupted(eval_env: dict[str, str], eval_llm: FakeAnthropic) -> None:
+def test_ctrl_c_stops_the_turn_and_marks_the_run_interrupted(
+    eval_env: dict[str, str], eval_llm: FakeAnthropic, eval_database: LiveDatabase
+) -> None:
     process = subprocess.Popen(
         [
             sys.executable,
@@ -177,10 +226,8 @@ def test_ctrl_c_stops_the_turn_and_marks_the_run_interrupted(eval_env: dict[str,
 
     assert process.returncode == 130, out + err
     assert "Interrupted" in err and "(interrupted)" in out
-    path = eval_env["DATABASE_URL"].removeprefix("sqlite:///")
-    with sqlite3.connect(path) as connection:
-        [(status,)] = connection.execute("SELECT status FROM evals_runs").fetchall()
-        turns = connection.execute("SELECT status FROM agent_turns").fetchall()
+    [(status,)] = eval_database.query("SELECT status FROM evals_runs")
+    turns = eval_database.query("SELECT status FROM agent_turns")
     assert status == "interrupted"
     # The eval's turn was stopped as an operator's Stop stops one, not left running.
     assert turns == [("cancelled",)]
