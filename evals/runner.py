@@ -311,6 +311,14 @@ def turns_read(turn_ids: list[uuid.UUID]) -> TurnsRead:
     )
 
 
+def _judged_question(questions: list[str]) -> str:
+    """The judged question; for a conversation, the earlier ones first, so the judge has the context."""
+    if len(questions) < 2:
+        return questions[-1] if questions else ""
+    earlier = "\n".join(f"- {question}" for question in questions[:-1])
+    return f"(Earlier in this session the operator asked:\n{earlier})\n\n{questions[-1]}"
+
+
 def _score(report: checks.CheckReport, judged: list[dict[str, Any]]) -> float:
     if report.hard_fail:
         return 0.0
@@ -350,7 +358,7 @@ async def attempt_result(run: EvalRun, attempt: Attempt, *, judge_model: str) ->
         try:
             verdict = await judge_run(
                 model=judge_model,
-                question=attempt.questions[-1] if attempt.questions else "",
+                question=_judged_question(attempt.questions),
                 answer=read.answer,
                 evidence=evidence,
                 items=items,
