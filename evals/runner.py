@@ -33,6 +33,7 @@ import dataclasses
 import json
 import os
 import secrets
+import select
 import subprocess
 import sys
 import tempfile
@@ -123,9 +124,8 @@ class Sim:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
-        for stream in (self.process.stdout, self.process.stderr):
-            if stream is not None:
-                stream.close()
+        if self.process.stdout is not None:
+            self.process.stdout.close()
 
 
 @contextlib.contextmanager
@@ -139,28 +139,36 @@ def sim_running(case: Case) -> Iterator[Sim]:
         token = secrets.token_urlsafe(24)
         environ = {key: value for key, value in os.environ.items() if not key.startswith("OIKOS_SIM_")}
         environ["OIKOS_SIM_TOKENS"] = f"agent:hermes={token}"
-        process = subprocess.Popen(
-            sim_command(case, replay_path=replay),
-            cwd=REPO_ROOT,
-            env=environ,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        # Its log goes to a file: a pipe nobody reads would fill up and stall the sim mid-case.
+        log = Path(directory) / "oikos_sim.log"
+        with log.open("w") as log_file:
+            process = subprocess.Popen(
+                sim_command(case, replay_path=replay),
+                cwd=REPO_ROOT,
+                env=environ,
+                stdout=subprocess.PIPE,
+                stderr=log_file,
+                text=True,
+            )
         sim = Sim(url="", token=token, process=process)
         try:
-            sim.url = _sim_ready(process)
+            sim.url = _sim_ready(process, log)
             yield sim
         finally:
             sim.stop()
 
 
-def _sim_ready(process: subprocess.Popen[str]) -> str:
-    assert process.stdout is not None and process.stderr is not None
+def _sim_ready(process: subprocess.Popen[str], log: Path) -> str:
+    assert process.stdout is not None
+    ready, _, _ = select.select([process.stdout], [], [], SIM_START_SECONDS)
+    if not ready:
+        process.kill()
+        raise SimFailed(f"oikos_sim did not start within {SIM_START_SECONDS:g} s")
     line = process.stdout.readline().strip()
     if not line.startswith(SIM_READY_PREFIX):
         process.kill()
-        said = (process.stderr.read() or "").strip().splitlines()
+        process.wait()
+        said = log.read_text(errors="replace").strip().splitlines()
         raise SimFailed(f"oikos_sim did not start: {(said[-1] if said else line) or 'no output'}")
     return line.removeprefix(SIM_READY_PREFIX)
 
