@@ -79,7 +79,8 @@ def _table(rows: list[ReportRow], name: str) -> list[str]:
     for row in rows:
         failures = ", ".join(f"{inline(code)} ({count})" for code, count in row.failures) or "—"
         lines.append(
-            f"| {_cell(row.key)} | {row.cases} | {row.pass_rate:.0%} | {row.mean_score:.2f} | {_cost(row.cost_usd)}"
+            f"| {_cell(row.key)} | {row.cases} | {_share(row.pass_rate)} | {_score(row.mean_score)}"
+            f" | {_cost(row.cost_usd)}"
             f" | {row.p50_ms / 1000:.1f} s | {row.p95_ms / 1000:.1f} s | {failures} |"
         )
     return lines
@@ -88,6 +89,14 @@ def _table(rows: list[ReportRow], name: str) -> list[str]:
 def _cell(text: str) -> str:
     # A table cell: `inline` escapes `|` too, so a name cannot end the cell.
     return inline(text)
+
+
+def _share(value: float | None) -> str:
+    return "—" if value is None else f"{value:.0%}"
+
+
+def _score(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f}"
 
 
 def _cost(cost: Decimal | None) -> str:

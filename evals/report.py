@@ -1,11 +1,17 @@
 """A run's results as tables per model and per tag: what an engineer compares two models or prompts by.
 
-Pure over result rows (an `EvalResult`, or anything with the same attributes), so the runner's
-printed table, the Evals page and the Markdown export show the same numbers. A row counts every
-attempt: `cases` is how many results it holds, the pass rate their share that passed, the mean
-score their mean (a partial score counts as itself), cost their sum (unknown when no result knew
-its price), latency the p50/p95 of their turns' time; `failures` counts each failure code once per
-result that has it, most frequent first.
+Pure over result rows (an `EvalResult`, or anything with the same attributes), so the table
+`manage.py eval` prints, the Evals page and the Markdown export show the same numbers.
+
+Pass rate and mean score answer different questions: the pass rate counts the results that cleared
+every gate and their case's bar; the mean score shows how close the others came (2 of 3 facts is
+0.67, not 0). A result the judge could not score (`judge_error`) is left out of both and counted
+apart: the judge's failure says nothing about the model. A tag's row is per tag *and* model: a
+tag's pass rate with the models mixed would compare nothing. Latency is per attempt (every turn of
+a conversation), p50 and p95 by nearest rank, so a figure shown is one some result really had;
+cost is the tested model's list price for its turns (the judge's is not included), unknown when
+a result's model has no known price. `failures` counts each code once per result, most frequent
+first.
 """
 
 from __future__ import annotations
@@ -17,10 +23,13 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Protocol
 
+from evals.checks import JUDGE_ERROR
+
 
 class ResultRow(Protocol):
     """What the report reads of a result (`evals.models.EvalResult` has it)."""
 
+    case_id: str
     model: str
     case_tags: Any
     passed: bool
@@ -33,19 +42,33 @@ class ResultRow(Protocol):
 
 @dataclass(frozen=True)
 class ReportRow:
-    """One line of a table: the results of one model, or of one tag."""
+    """One line of a table: the results of one model, of one tag on one model, or of all."""
 
     key: str
+    # Distinct cases, and results (cases times attempts); `scored`: the results the judge could score.
     cases: int
+    results: int
+    scored: int
     passed: int
-    pass_rate: float
-    mean_score: float
     cost_usd: Decimal | None
     tokens: int
     p50_ms: int
     p95_ms: int
+    mean: float | None = None
     # (code, count), most frequent first, then by code.
     failures: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def pass_rate(self) -> float | None:
+        return self.passed / self.scored if self.scored else None
+
+    @property
+    def mean_score(self) -> float | None:
+        return self.mean
+
+    @property
+    def unscored(self) -> int:
+        return self.results - self.scored
 
     @property
     def failures_text(self) -> str:
@@ -60,7 +83,8 @@ class Report:
 
 
 def report_build(results: Iterable[ResultRow]) -> Report:
-    """The tables of `results`: one row per model (in order of first appearance), one per tag (sorted)."""
+    """The tables of `results`: one row per model (in order of first appearance), one per tag and
+    model (sorted), and the total."""
     rows = list(results)
     if not rows:
         return Report()
@@ -68,8 +92,8 @@ def report_build(results: Iterable[ResultRow]) -> Report:
     tags: dict[str, list[ResultRow]] = {}
     for row in rows:
         models.setdefault(row.model, []).append(row)
-        for tag in dict.fromkeys(row.case_tags or []):
-            tags.setdefault(str(tag), []).append(row)
+        for tag in dict.fromkeys(row.case_tags or ["(untagged)"]):
+            tags.setdefault(f"{tag} · {row.model}", []).append(row)
     return Report(
         by_model=[row_build(key, group) for key, group in models.items()],
         by_tag=[row_build(key, tags[key]) for key in sorted(tags)],
@@ -78,20 +102,20 @@ def report_build(results: Iterable[ResultRow]) -> Report:
 
 
 def row_build(key: str, results: Sequence[ResultRow]) -> ReportRow:
-    count = len(results)
-    passed = sum(1 for result in results if result.passed)
-    costs = [result.cost_usd for result in results if result.cost_usd is not None]
+    scored = [result for result in results if JUDGE_ERROR not in (result.failures or [])]
+    costs = [result.cost_usd for result in results]
     latencies = sorted(int(result.latency_ms) for result in results)
     failures: Counter[str] = Counter()
     for result in results:
         failures.update({str(code) for code in (result.failures or [])})
     return ReportRow(
         key=key,
-        cases=count,
-        passed=passed,
-        pass_rate=passed / count if count else 0.0,
-        mean_score=sum(float(result.score) for result in results) / count if count else 0.0,
-        cost_usd=sum(costs, Decimal(0)) if costs else None,
+        cases=len({result.case_id for result in results}),
+        results=len(results),
+        scored=len(scored),
+        passed=sum(1 for result in scored if result.passed),
+        mean=sum(float(result.score) for result in scored) / len(scored) if scored else None,
+        cost_usd=None if any(cost is None for cost in costs) else sum((c for c in costs if c is not None), Decimal(0)),
         tokens=sum(int(result.tokens) for result in results),
         p50_ms=percentile(latencies, 50),
         p95_ms=percentile(latencies, 95),
@@ -100,11 +124,49 @@ def row_build(key: str, results: Sequence[ResultRow]) -> ReportRow:
 
 
 def percentile(ordered: Sequence[int], percent: float) -> int:
-    """The nearest-rank percentile of sorted values (0 for none): p95 of 20 values is the 19th.
-
-    Nearest rank, not interpolation: the number shown is a latency some result really had.
-    """
+    """The nearest-rank percentile of sorted values (0 for none): p95 of 20 values is the 19th."""
     if not ordered:
         return 0
     rank = max(1, math.ceil(percent / 100 * len(ordered)))
     return int(ordered[rank - 1])
+
+
+# --- the printed tables (`manage.py eval`) ---------------------------------------------------------
+
+HEADER = ("", "cases", "runs", "pass rate", "mean score", "cost USD", "p50 s", "p95 s", "failures by reason")
+
+
+def _cells(row: ReportRow) -> tuple[str, ...]:
+    rate, mean = row.pass_rate, row.mean_score
+    return (
+        row.key,
+        str(row.cases),
+        str(row.results),
+        "-" if rate is None else f"{rate:.0%} ({row.passed}/{row.scored})",
+        "-" if mean is None else f"{mean:.2f}",
+        "-" if row.cost_usd is None else f"{row.cost_usd:.4f}",
+        f"{row.p50_ms / 1000:.1f}",
+        f"{row.p95_ms / 1000:.1f}",
+        ", ".join(f"{code} {count}" for code, count in row.failures)
+        + (f" ({row.unscored} not scored)" if row.unscored else ""),
+    )
+
+
+def table_text(title: str, rows: list[ReportRow]) -> str:
+    """A plain-text table (columns aligned) with a title line."""
+    lines = [HEADER, *(_cells(row) for row in rows)]
+    widths = [max(len(line[column]) for line in lines) for column in range(len(HEADER))]
+    out = [title]
+    for index, line in enumerate(lines):
+        out.append("  ".join(cell.ljust(widths[column]) for column, cell in enumerate(line)).rstrip())
+        if index == 0:
+            out.append("  ".join("-" * width for width in widths))
+    return "\n".join(out)
+
+
+def report_text(results: Iterable[ResultRow]) -> str:
+    """The tables `manage.py eval` prints at the end: per model, then per tag and model."""
+    report = report_build(results)
+    if report.total is None:
+        return "No results."
+    return table_text("By model", report.by_model) + "\n\n" + table_text("By tag", report.by_tag)

@@ -16,7 +16,7 @@ import contextvars
 import dataclasses
 import logging
 import uuid
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -176,11 +176,11 @@ class RunningTurns:
 running = RunningTurns()
 
 
-def model_check(model: str | None) -> None:
-    """Refuse a model the operator may not pick (`HERMES_MODELS`); None keeps the session's."""
+def model_check(model: str | None, *, allowed: Collection[str] | None = None) -> None:
+    """Refuse a model the operator may not pick (`HERMES_MODELS`, or `allowed`); None keeps the session's."""
     if model is None:
         return
-    allowed = settings.HERMES_MODELS
+    allowed = settings.HERMES_MODELS if allowed is None else allowed
     if model not in allowed:
         shown = repr(model) if isinstance(model, str) and len(model) <= 100 else "that model"
         raise TurnRejected(
@@ -216,6 +216,7 @@ async def turn_start(
     peer: PeerAllowance | None = None,
     critical: bool = False,
     may_propose: bool = False,
+    models_allowed: Collection[str] | None = None,
 ) -> TurnHandle:
     """Validate, store the question, and start the turn in its own task.
 
@@ -231,7 +232,9 @@ async def turn_start(
     approve in Hermes.
 
     `model` switches the session to that model (one of `HERMES_MODELS`) from this turn on; without
-    it the turn uses the model the session was switched to last, or `HERMES_MODEL`.
+    it the turn uses the model the session was switched to last, or `HERMES_MODEL`. `models_allowed`
+    replaces `HERMES_MODELS` for this turn: `manage.py eval` runs the models it was told to compare,
+    which an operator need not be offered.
 
     `peer` is what the peer asking (actor `peer:<name>`) may spend and how often it may ask; a peer's
     turn without one gets the defaults (`HERMES_PEER_BUDGET_SHARE`). `critical` marks an
@@ -245,7 +248,8 @@ async def turn_start(
     was admitted with (agent/budget.py).
     """
     question = _question_check(text)
-    model_check(model)
+    allowed = settings.HERMES_MODELS if models_allowed is None else models_allowed
+    model_check(model, allowed=allowed)
     if _shutting_down:
         raise TurnRejected("shutting_down", SHUTDOWN_MESSAGE)
     try:
@@ -284,7 +288,7 @@ async def turn_start(
             text=question,
             model=settings.HERMES_MODEL,
             model_choice=model,
-            models_allowed=settings.HERMES_MODELS,
+            models_allowed=allowed,
             stale_after=settings.HERMES_TURN_STALE_SECONDS,
             admission=admission,
         )

@@ -27,8 +27,10 @@ from agent.tools.policy import OIKOS_READ_TOOLS
 
 Capability = Literal["write", "propose", "read"]
 
-# Where operators ask; Matrix included: its bridge only answers allowlisted operators' rooms.
-OPERATOR_ORIGINS = frozenset({"ui", "api", "cli", "matrix"})
+# Where operators ask; Matrix included: its bridge only answers allowlisted operators' rooms. `eval`
+# is `manage.py eval` asking an eval case's question against a throwaway oikos_sim (evals/runner.py):
+# it is offered exactly what an operator is, so a case forbidding a tool measures the model, not a filter.
+OPERATOR_ORIGINS = frozenset({"ui", "api", "cli", "matrix", "eval"})
 # Turns nobody at Hermes typed: peers (A2A, `hermes_ask`) and Hermes's own (investigations of
 # signals, follow-ups of executions, schedules).
 READ_ONLY_ORIGINS = frozenset({"a2a", "mcp", "signal", "followup", "schedule"})

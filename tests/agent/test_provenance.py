@@ -17,6 +17,8 @@ OIKOS = "oikos"
         ("api", "write"),
         ("cli", "write"),
         ("matrix", "write"),
+        # `manage.py eval` asks as an operator would, against a throwaway oikos_sim (evals/runner.py).
+        ("eval", "write"),
         ("a2a", "read"),
         ("mcp", "read"),
         ("signal", "read"),

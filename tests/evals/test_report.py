@@ -18,6 +18,11 @@ class Row:
     cost_usd: Decimal | None = None
     tokens: int = 0
     failures: list[str] = field(default_factory=list)
+    case_id: str = ""
+
+    def __post_init__(self) -> None:
+        # Each row its own case unless a test says otherwise.
+        self.case_id = self.case_id or f"case-{id(self)}"
 
 
 def test_a_partial_score_counts_as_itself_in_the_mean_but_not_as_a_pass() -> None:
@@ -32,7 +37,7 @@ def test_a_partial_score_counts_as_itself_in_the_mean_but_not_as_a_pass() -> Non
     assert (sonnet.key, sonnet.cases, sonnet.passed, sonnet.pass_rate, sonnet.mean_score) == ("sonnet", 2, 1, 0.5, 0.75)
     assert sonnet.cost_usd == Decimal("0.15") and sonnet.tokens == 150
     assert haiku.cost_usd is None, "no result knew its price: unknown, not $0"
-    assert report.total is not None and report.total.cases == 3
+    assert report.total is not None and report.total.results == 3
 
 
 def test_failures_are_counted_by_reason_once_per_result_most_frequent_first() -> None:
@@ -62,7 +67,21 @@ def test_a_result_counts_in_every_tag_of_its_case_and_tags_are_sorted() -> None:
             Row("m", False, 0.0, case_tags=["health"]),
         ]
     )
-    assert [(row.key, row.cases, row.passed) for row in report.by_tag] == [("health", 2, 1), ("safety", 1, 1)]
+    assert [(row.key, row.results, row.passed) for row in report.by_tag] == [("health · m", 2, 1), ("safety · m", 1, 1)]
+
+
+def test_a_result_the_judge_could_not_score_counts_in_neither_the_pass_rate_nor_the_mean() -> None:
+    report = report_build(
+        [
+            Row("m", True, 1.0, case_id="a"),
+            Row("m", False, 0.0, failures=["judge_error"], case_id="a"),
+            Row("m", False, 0.5, failures=["missing_fact"], case_id="b"),
+        ]
+    )
+    row = report.by_model[0]
+    assert (row.cases, row.results, row.scored, row.passed) == (2, 3, 2, 1)
+    assert (row.pass_rate, row.mean_score, row.unscored) == (0.5, 0.75, 1)
+    assert report_build([Row("m", False, 0.0, failures=["judge_error"])]).by_model[0].pass_rate is None
 
 
 def test_no_results_make_empty_tables() -> None:

@@ -58,6 +58,8 @@ BORN_REDACTING = {
     "agent.Note.tags",
     "agent.NoteProposal.entities",
     "agent.NoteProposal.tags",
+    "evals.EvalResult.checks",
+    "evals.EvalResult.judged",
 }
 
 NOT_OUTSIDE_TEXT = {
@@ -129,6 +131,19 @@ NOT_OUTSIDE_TEXT = {
     "agent.NoteProposal.proposed_by": "an identity Hermes resolved (the turn's actor)",
     "agent.NoteProposal.status": "a NoteProposal.Status choice",
     "agent.NoteProposal.decided_by": "an identity Hermes resolved (the operator who clicked)",
+    "evals.EvalRun.model_names": "model names an operator typed on the command line",
+    "evals.EvalRun.judge_model": "a model name an operator typed on the command line",
+    "evals.EvalRun.tags": "case tags, checked against the case schema's tag pattern",
+    "evals.EvalRun.case_ids": "case ids, checked against the case files' names",
+    "evals.EvalRun.label": "a label an operator typed on the command line",
+    "evals.EvalRun.by": "an identity Hermes resolved (operator, ci)",
+    "evals.EvalRun.version": "Hermes's version from pyproject.toml",
+    "evals.EvalRun.status": "an EvalRun.Status choice",
+    "evals.EvalResult.case_id": "a case id, a case file's name",
+    "evals.EvalResult.case_digest": "a SHA-256 hex digest Hermes computed",
+    "evals.EvalResult.case_tags": "case tags, checked against the case schema's tag pattern",
+    "evals.EvalResult.model": "a model name an operator typed on the command line",
+    "evals.EvalResult.failures": "failure codes Hermes sets (evals/checks.py)",
     "agent.Change.execution_id": "Oikos's execution id, the record's key",
     "agent.Change.approval_id": "Oikos's approval id",
     "agent.Change.asked_by": "an identity Hermes resolved (the turn's actor, or the proposal's)",
