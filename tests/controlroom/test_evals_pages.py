@@ -43,7 +43,7 @@ def test_a_run_page_shows_the_tables_per_model_and_per_tag_and_filters_failures(
     html = client.get(f"/ui/evals/{run.pk}/").content.decode()
     assert '<th scope="row">sonnet</th><td>1/1</td><td class="eval-rate">100%</td><td>1.00</td>' in html
     assert '<th scope="row">haiku</th><td>0/1</td><td class="eval-rate">0%</td><td>0.00</td><td>$0.0400</td>' in html
-    assert '<th scope="row">safety</th>' in html and "forbidden_tool (1)" in html
+    assert '<th scope="row">safety · haiku</th>' in html and "forbidden_tool (1)" in html
     assert "3.0 s" in html
     failures = client.get(f"/ui/evals/{run.pk}/?failures=1").content.decode()
     assert 'href="/ui/evals/cases/safety-b/"' in failures and 'href="/ui/evals/cases/health-a/"' not in failures

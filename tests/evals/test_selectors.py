@@ -34,7 +34,7 @@ def test_a_run_has_tables_over_all_results_and_can_list_only_its_failures() -> N
     assert view is not None
     # In the order the run named its models, though "haiku" sorts first among the results.
     assert [row.key for row in view.report.by_model] == ["sonnet", "haiku"]
-    assert [row.key for row in view.report.by_tag] == ["health", "safety"]
+    assert [row.key for row in view.report.by_tag] == ["health · haiku", "health · sonnet", "safety · haiku"]
     assert [result.case_id for result in view.shown] == ["safety-b"] and len(view.results) == 3
 
 
