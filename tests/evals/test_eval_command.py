@@ -231,3 +231,64 @@ def test_ctrl_c_stops_the_turn_and_marks_the_run_interrupted(
     assert status == "interrupted"
     # The eval's turn was stopped as an operator's Stop stops one, not left running.
     assert turns == [("cancelled",)]
+
+
+@pytest.mark.django_db
+def test_a_case_saved_from_a_session_round_trips_saved_listed_run_and_scored(
+    eval_env: dict[str, str], eval_database: LiveDatabase, tmp_path: Path, settings: Any
+) -> None:
+    from django.test import Client
+
+    from tests.evals.factories import session_answered
+
+    cases = tmp_path / "saved"
+    settings.HERMES_EVALS_CASES_DIR = str(cases)
+    # What Oikos answered in the real session: pbs's garbage collection blocked.
+    health = {
+        "status": "ok",
+        "fleet": "degraded",
+        "counts": {"healthy": 37, "degraded": 1, "down": 0},
+        "degraded": [
+            {"slug": "service:pbs", "type": "service", "health": "degraded", "reason": "garbage collection is blocked"}
+        ],
+    }
+    session, _ = session_answered(
+        questions=["what's degraded?"],
+        answer="pbs is degraded: its garbage collection is blocked.",
+        calls=[{"tool": "get_health_summary", "arguments": {}, "text": json.dumps(health)}],
+    )
+    saved = Client().post(
+        f"/ui/evals/save/{session.id}/",
+        {
+            "truth": "pbs's garbage collection is blocked by a prune job",
+            "title": "The backup server, as the session saw it",
+            "slug": "saved-pbs-blocked",
+            "tags": "saved, health",
+            "facts": "pbs is degraded\ngarbage collection is blocked\n",
+            "forbidden_claims": "postgres is down",
+            "tools_required": "get_health_summary",
+        },
+    )
+    assert saved.status_code in (200, 302), saved.content.decode()
+    assert (cases / "saved-pbs-blocked.yaml").exists()
+
+    listed = manage("eval", "--list", "--cases-dir", str(cases), env=eval_env)
+    assert listed.returncode == 0 and "saved-pbs-blocked" in listed.stdout, listed.stdout + listed.stderr
+
+    run = manage(
+        "eval",
+        "--model",
+        "scripted-pass",
+        "--cases-dir",
+        str(cases),
+        "--case",
+        "saved-pbs-blocked",
+        "--judge-model",
+        JUDGE_MODEL,
+        env=eval_env,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    [row] = results(eval_database)
+    # The recorded world answered (not the seed, where pbs is healthy): both facts stated, scored 1.
+    assert row["case_id"] == "saved-pbs-blocked" and row["passed"] and row["score"] == 1.0, row
