@@ -6,143 +6,100 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
+
     initial = True
 
-    dependencies = []
+    dependencies = [
+    ]
 
     operations = [
         migrations.CreateModel(
-            name="AgentSession",
+            name='AgentSession',
             fields=[
-                ("id", models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
-                ("title", models.CharField(blank=True, max_length=200)),
-                ("actor", models.CharField(max_length=150)),
-                ("origin", models.CharField(blank=True, max_length=20)),
-                ("created_at", models.DateTimeField(auto_now_add=True)),
-                ("last_active_at", models.DateTimeField(auto_now_add=True)),
+                ('id', models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
+                ('title', models.CharField(blank=True, max_length=200)),
+                ('actor', models.CharField(max_length=150)),
+                ('origin', models.CharField(blank=True, max_length=20)),
+                ('created_at', models.DateTimeField(auto_now_add=True)),
+                ('last_active_at', models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                "verbose_name": "session",
-                "db_table": "agent_sessions",
-                "ordering": ["-last_active_at"],
-                "indexes": [models.Index(fields=["-last_active_at"], name="agent_sess_last_active_idx")],
+                'verbose_name': 'session',
+                'db_table': 'agent_sessions',
+                'ordering': ['-last_active_at'],
+                'indexes': [models.Index(fields=['-last_active_at'], name='agent_sess_last_active_idx')],
             },
         ),
         migrations.CreateModel(
-            name="Turn",
+            name='Turn',
             fields=[
-                ("id", models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
-                ("actor", models.CharField(max_length=150)),
-                (
-                    "status",
-                    models.CharField(
-                        choices=[
-                            ("running", "Running"),
-                            ("done", "Done"),
-                            ("error", "Error"),
-                            ("cancelled", "Cancelled"),
-                            ("interrupted", "Interrupted"),
-                        ],
-                        default="running",
-                        max_length=20,
-                    ),
-                ),
-                ("stop_reason", models.CharField(blank=True, max_length=40)),
-                ("error", models.TextField(blank=True)),
-                ("model", models.CharField(blank=True, max_length=100)),
-                ("usage", models.JSONField(default=dict)),
-                ("iterations", models.PositiveIntegerField(default=0)),
-                ("started_at", models.DateTimeField(auto_now_add=True)),
-                ("heartbeat_at", models.DateTimeField(blank=True, null=True)),
-                ("finished_at", models.DateTimeField(blank=True, null=True)),
-                (
-                    "session",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE, related_name="turns", to="agent.agentsession"
-                    ),
-                ),
+                ('id', models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
+                ('actor', models.CharField(max_length=150)),
+                ('status', models.CharField(choices=[('running', 'Running'), ('done', 'Done'), ('error', 'Error'), ('cancelled', 'Cancelled'), ('interrupted', 'Interrupted')], default='running', max_length=20)),
+                ('stop_reason', models.CharField(blank=True, max_length=40)),
+                ('error', models.TextField(blank=True)),
+                ('model', models.CharField(blank=True, max_length=100)),
+                ('usage', models.JSONField(default=dict)),
+                ('iterations', models.PositiveIntegerField(default=0)),
+                ('started_at', models.DateTimeField(auto_now_add=True)),
+                ('heartbeat_at', models.DateTimeField(blank=True, null=True)),
+                ('finished_at', models.DateTimeField(blank=True, null=True)),
+                ('session', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='turns', to='agent.agentsession')),
             ],
             options={
-                "db_table": "agent_turns",
-                "ordering": ["started_at"],
+                'db_table': 'agent_turns',
+                'ordering': ['started_at'],
             },
         ),
         migrations.CreateModel(
-            name="Message",
+            name='Message',
             fields=[
-                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
-                ("role", models.CharField(choices=[("user", "User"), ("assistant", "Assistant")], max_length=10)),
-                ("content", models.JSONField()),
-                ("created_at", models.DateTimeField(auto_now_add=True)),
-                (
-                    "session",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE, related_name="messages", to="agent.agentsession"
-                    ),
-                ),
-                (
-                    "turn",
-                    models.ForeignKey(
-                        blank=True,
-                        null=True,
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="messages",
-                        to="agent.turn",
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('role', models.CharField(choices=[('user', 'User'), ('assistant', 'Assistant')], max_length=10)),
+                ('content', models.JSONField()),
+                ('created_at', models.DateTimeField(auto_now_add=True)),
+                ('session', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='messages', to='agent.agentsession')),
+                ('turn', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='messages', to='agent.turn')),
             ],
             options={
-                "db_table": "agent_messages",
-                "ordering": ["id"],
+                'db_table': 'agent_messages',
+                'ordering': ['id'],
             },
         ),
         migrations.CreateModel(
-            name="Activity",
+            name='Activity',
             fields=[
-                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
-                ("correlation_id", models.UUIDField()),
-                ("actor", models.CharField(max_length=150)),
-                ("tool_use_id", models.CharField(blank=True, max_length=100)),
-                ("server", models.CharField(max_length=100)),
-                ("tool", models.CharField(max_length=200)),
-                ("arguments", models.JSONField(default=dict)),
-                ("result", models.JSONField(default=dict)),
-                ("is_error", models.BooleanField(default=False)),
-                ("duration_ms", models.PositiveIntegerField(default=0)),
-                ("started_at", models.DateTimeField()),
-                (
-                    "session",
-                    models.ForeignKey(
-                        blank=True,
-                        null=True,
-                        on_delete=django.db.models.deletion.SET_NULL,
-                        related_name="activity",
-                        to="agent.agentsession",
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('correlation_id', models.UUIDField()),
+                ('actor', models.CharField(max_length=150)),
+                ('tool_use_id', models.CharField(blank=True, max_length=100)),
+                ('server', models.CharField(max_length=100)),
+                ('tool', models.CharField(max_length=200)),
+                ('arguments', models.JSONField(default=dict)),
+                ('result', models.JSONField(default=dict)),
+                ('is_error', models.BooleanField(default=False)),
+                ('duration_ms', models.PositiveIntegerField(default=0)),
+                ('started_at', models.DateTimeField()),
+                ('session', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='activity', to='agent.agentsession')),
             ],
             options={
-                "verbose_name": "tool call",
-                "verbose_name_plural": "activity (tool-call ledger)",
-                "db_table": "agent_activity",
-                "ordering": ["-started_at", "-id"],
-                "indexes": [
-                    models.Index(fields=["correlation_id"], name="agent_act_corr_idx"),
-                    models.Index(fields=["-started_at"], name="agent_act_started_idx"),
-                    models.Index(fields=["tool"], name="agent_act_tool_idx"),
-                ],
+                'verbose_name': 'tool call',
+                'verbose_name_plural': 'activity (tool-call ledger)',
+                'db_table': 'agent_activity',
+                'ordering': ['-started_at', '-id'],
+                'indexes': [models.Index(fields=['correlation_id'], name='agent_act_corr_idx'), models.Index(fields=['-started_at'], name='agent_act_started_idx'), models.Index(fields=['tool'], name='agent_act_tool_idx')],
             },
         ),
         migrations.AddIndex(
-            model_name="turn",
-            index=models.Index(fields=["session", "started_at"], name="agent_turn_session_idx"),
+            model_name='turn',
+            index=models.Index(fields=['session', 'started_at'], name='agent_turn_session_idx'),
         ),
         migrations.AddIndex(
-            model_name="turn",
-            index=models.Index(fields=["status"], name="agent_turn_status_idx"),
+            model_name='turn',
+            index=models.Index(fields=['status'], name='agent_turn_status_idx'),
         ),
         migrations.AddIndex(
-            model_name="message",
-            index=models.Index(fields=["session", "id"], name="agent_msg_session_idx"),
+            model_name='message',
+            index=models.Index(fields=['session', 'id'], name='agent_msg_session_idx'),
         ),
     ]

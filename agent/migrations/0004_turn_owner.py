@@ -5,32 +5,33 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
+
     dependencies = [
-        ("agent", "0003_activity_state"),
+        ('agent', '0003_activity_state'),
     ]
 
     operations = [
         migrations.CreateModel(
-            name="Instance",
+            name='Instance',
             fields=[
-                ("id", models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
-                ("role", models.CharField(max_length=40)),
-                ("host", models.CharField(max_length=200)),
-                ("pid", models.PositiveIntegerField()),
-                ("pid_started", models.CharField(blank=True, max_length=40)),
-                ("lock_key", models.BigIntegerField(blank=True, null=True)),
-                ("started_at", models.DateTimeField(auto_now_add=True)),
-                ("stopped_at", models.DateTimeField(blank=True, null=True)),
+                ('id', models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
+                ('role', models.CharField(max_length=40)),
+                ('host', models.CharField(max_length=200)),
+                ('pid', models.PositiveIntegerField()),
+                ('pid_started', models.CharField(blank=True, max_length=40)),
+                ('lock_key', models.BigIntegerField(blank=True, null=True)),
+                ('started_at', models.DateTimeField(auto_now_add=True)),
+                ('stopped_at', models.DateTimeField(blank=True, null=True)),
             ],
             options={
-                "verbose_name": "Hermes process",
-                "db_table": "agent_instances",
-                "ordering": ["-started_at"],
+                'verbose_name': 'Hermes process',
+                'db_table': 'agent_instances',
+                'ordering': ['-started_at'],
             },
         ),
         migrations.AddField(
-            model_name="turn",
-            name="owner",
+            model_name='turn',
+            name='owner',
             field=models.UUIDField(blank=True, null=True),
         ),
     ]

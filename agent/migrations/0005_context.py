@@ -4,46 +4,45 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
+
     dependencies = [
-        ("agent", "0004_turn_owner"),
+        ('agent', '0004_turn_owner'),
     ]
 
     operations = [
         migrations.AddField(
-            model_name="agentsession",
-            name="compacted_at",
+            model_name='agentsession',
+            name='compacted_at',
             field=models.DateTimeField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name="agentsession",
-            name="compactions",
+            model_name='agentsession',
+            name='compactions',
             field=models.PositiveIntegerField(default=0),
         ),
         migrations.AddField(
-            model_name="agentsession",
-            name="context_tokens",
+            model_name='agentsession',
+            name='context_tokens',
             field=models.PositiveIntegerField(default=0),
         ),
         migrations.AddField(
-            model_name="agentsession",
-            name="context_window",
+            model_name='agentsession',
+            name='context_window',
             field=models.PositiveIntegerField(default=0),
         ),
         migrations.AddField(
-            model_name="agentsession",
-            name="tool_results_cleared_through",
+            model_name='agentsession',
+            name='tool_results_cleared_through',
             field=models.BigIntegerField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name="message",
-            name="kind",
-            field=models.CharField(
-                blank=True, choices=[("", "message"), ("summary", "summary for the model")], default="", max_length=10
-            ),
+            model_name='message',
+            name='kind',
+            field=models.CharField(blank=True, choices=[('', 'message'), ('summary', 'summary for the model')], default='', max_length=10),
         ),
         migrations.AddField(
-            model_name="message",
-            name="replaces_through",
+            model_name='message',
+            name='replaces_through',
             field=models.BigIntegerField(blank=True, null=True),
         ),
     ]

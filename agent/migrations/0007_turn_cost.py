@@ -4,23 +4,24 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
+
     dependencies = [
-        ("agent", "0006_session_model"),
+        ('agent', '0006_session_model'),
     ]
 
     operations = [
         migrations.AddField(
-            model_name="turn",
-            name="cost_usd",
+            model_name='turn',
+            name='cost_usd',
             field=models.DecimalField(blank=True, decimal_places=6, max_digits=12, null=True),
         ),
         migrations.AddField(
-            model_name="turn",
-            name="tokens_total",
+            model_name='turn',
+            name='tokens_total',
             field=models.PositiveBigIntegerField(default=0),
         ),
         migrations.AddIndex(
-            model_name="turn",
-            index=models.Index(fields=["started_at"], name="agent_turn_started_idx"),
+            model_name='turn',
+            index=models.Index(fields=['started_at'], name='agent_turn_started_idx'),
         ),
     ]

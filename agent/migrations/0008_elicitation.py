@@ -6,70 +6,38 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
+
     dependencies = [
-        ("agent", "0007_turn_cost"),
+        ('agent', '0007_turn_cost'),
     ]
 
     operations = [
         migrations.CreateModel(
-            name="Elicitation",
+            name='Elicitation',
             fields=[
-                ("id", models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
-                ("correlation_id", models.UUIDField()),
-                ("actor", models.CharField(max_length=150)),
-                ("tool_use_id", models.CharField(blank=True, max_length=100)),
-                ("server", models.CharField(max_length=100)),
-                ("tool", models.CharField(blank=True, max_length=200)),
-                ("message", models.TextField()),
-                ("requested_schema", models.JSONField(default=dict)),
-                ("fields", models.JSONField(default=list)),
-                (
-                    "status",
-                    models.CharField(
-                        choices=[
-                            ("pending", "waiting for an answer"),
-                            ("accept", "accepted"),
-                            ("decline", "declined"),
-                            ("cancel", "cancelled"),
-                        ],
-                        default="pending",
-                        max_length=10,
-                    ),
-                ),
-                ("content", models.JSONField(blank=True, null=True)),
-                ("reason", models.TextField(blank=True)),
-                ("answered_by", models.CharField(blank=True, max_length=150)),
-                ("created_at", models.DateTimeField()),
-                ("expires_at", models.DateTimeField()),
-                ("answered_at", models.DateTimeField(blank=True, null=True)),
-                (
-                    "activity",
-                    models.ForeignKey(
-                        blank=True,
-                        null=True,
-                        on_delete=django.db.models.deletion.SET_NULL,
-                        related_name="+",
-                        to="agent.activity",
-                    ),
-                ),
-                (
-                    "session",
-                    models.ForeignKey(
-                        blank=True,
-                        null=True,
-                        on_delete=django.db.models.deletion.SET_NULL,
-                        related_name="elicitations",
-                        to="agent.agentsession",
-                    ),
-                ),
+                ('id', models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
+                ('correlation_id', models.UUIDField()),
+                ('actor', models.CharField(max_length=150)),
+                ('tool_use_id', models.CharField(blank=True, max_length=100)),
+                ('server', models.CharField(max_length=100)),
+                ('tool', models.CharField(blank=True, max_length=200)),
+                ('message', models.TextField()),
+                ('requested_schema', models.JSONField(default=dict)),
+                ('fields', models.JSONField(default=list)),
+                ('status', models.CharField(choices=[('pending', 'waiting for an answer'), ('accept', 'accepted'), ('decline', 'declined'), ('cancel', 'cancelled')], default='pending', max_length=10)),
+                ('content', models.JSONField(blank=True, null=True)),
+                ('reason', models.TextField(blank=True)),
+                ('answered_by', models.CharField(blank=True, max_length=150)),
+                ('created_at', models.DateTimeField()),
+                ('expires_at', models.DateTimeField()),
+                ('answered_at', models.DateTimeField(blank=True, null=True)),
+                ('activity', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='agent.activity')),
+                ('session', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='elicitations', to='agent.agentsession')),
             ],
             options={
-                "db_table": "agent_elicitations",
-                "ordering": ["-created_at"],
-                "indexes": [
-                    models.Index(fields=["status", "-created_at"], name="agent_elicit_status_idx"),
-                    models.Index(fields=["correlation_id"], name="agent_elicit_corr_idx"),
-                ],
+                'db_table': 'agent_elicitations',
+                'ordering': ['-created_at'],
+                'indexes': [models.Index(fields=['status', '-created_at'], name='agent_elicit_status_idx'), models.Index(fields=['correlation_id'], name='agent_elicit_corr_idx')],
             },
         ),
     ]

@@ -43,44 +43,32 @@ def _run(statements):
 
 
 class Migration(migrations.Migration):
+
     dependencies = [
-        ("agent", "0008_elicitation"),
+        ('agent', '0008_elicitation'),
     ]
 
     operations = [
         migrations.CreateModel(
-            name="SearchEntry",
+            name='SearchEntry',
             fields=[
-                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
-                ("turn_id", models.UUIDField(blank=True, null=True)),
-                ("message_id", models.BigIntegerField(blank=True, null=True)),
-                ("activity_id", models.BigIntegerField(blank=True, null=True)),
-                (
-                    "kind",
-                    models.CharField(
-                        choices=[("question", "Question"), ("answer", "Answer"), ("tool", "tool call")], max_length=10
-                    ),
-                ),
-                ("server", models.CharField(blank=True, max_length=100)),
-                ("tool", models.CharField(blank=True, max_length=200)),
-                ("tool_use_id", models.CharField(blank=True, max_length=100)),
-                ("text", models.TextField()),
-                ("created_at", models.DateTimeField()),
-                (
-                    "session",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE, related_name="+", to="agent.agentsession"
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('turn_id', models.UUIDField(blank=True, null=True)),
+                ('message_id', models.BigIntegerField(blank=True, null=True)),
+                ('activity_id', models.BigIntegerField(blank=True, null=True)),
+                ('kind', models.CharField(choices=[('question', 'Question'), ('answer', 'Answer'), ('tool', 'tool call')], max_length=10)),
+                ('server', models.CharField(blank=True, max_length=100)),
+                ('tool', models.CharField(blank=True, max_length=200)),
+                ('tool_use_id', models.CharField(blank=True, max_length=100)),
+                ('text', models.TextField()),
+                ('created_at', models.DateTimeField()),
+                ('session', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='agent.agentsession')),
             ],
             options={
-                "verbose_name": "search entry",
-                "verbose_name_plural": "search entries",
-                "db_table": "agent_search_entries",
-                "indexes": [
-                    models.Index(fields=["activity_id"], name="agent_search_activity_idx"),
-                    models.Index(fields=["created_at"], name="agent_search_created_idx"),
-                ],
+                'verbose_name': 'search entry',
+                'verbose_name_plural': 'search entries',
+                'db_table': 'agent_search_entries',
+                'indexes': [models.Index(fields=['activity_id'], name='agent_search_activity_idx'), models.Index(fields=['created_at'], name='agent_search_created_idx')],
             },
         ),
         migrations.RunPython(

@@ -4,21 +4,22 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
+
     dependencies = [
-        ("agent", "0009_search_entries"),
+        ('agent', '0009_search_entries'),
     ]
 
     operations = [
         migrations.RemoveIndex(
-            model_name="activity",
-            name="agent_act_started_idx",
+            model_name='activity',
+            name='agent_act_started_idx',
         ),
         migrations.AddIndex(
-            model_name="activity",
-            index=models.Index(fields=["-started_at", "-id"], name="agent_act_started_id_idx"),
+            model_name='activity',
+            index=models.Index(fields=['-started_at', '-id'], name='agent_act_started_id_idx'),
         ),
         migrations.AddIndex(
-            model_name="activity",
-            index=models.Index(fields=["server"], name="agent_act_server_idx"),
+            model_name='activity',
+            index=models.Index(fields=['server'], name='agent_act_server_idx'),
         ),
     ]

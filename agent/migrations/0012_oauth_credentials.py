@@ -5,58 +5,47 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
+
     dependencies = [
-        ("agent", "0011_budget_reservations"),
+        ('agent', '0011_budget_reservations'),
     ]
 
     operations = [
         migrations.CreateModel(
-            name="McpAuthorization",
+            name='McpAuthorization',
             fields=[
-                ("id", models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
-                ("server", models.CharField(max_length=100)),
-                ("state_digest", models.CharField(max_length=64, unique=True)),
-                ("started_by", models.CharField(max_length=150)),
-                (
-                    "status",
-                    models.CharField(
-                        choices=[
-                            ("pending", "waiting for the authorization server"),
-                            ("connected", "Connected"),
-                            ("failed", "Failed"),
-                            ("expired", "Expired"),
-                        ],
-                        default="pending",
-                        max_length=10,
-                    ),
-                ),
-                ("error", models.TextField(blank=True)),
-                ("created_at", models.DateTimeField(auto_now_add=True)),
-                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                ('id', models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
+                ('server', models.CharField(max_length=100)),
+                ('state_digest', models.CharField(max_length=64, unique=True)),
+                ('started_by', models.CharField(max_length=150)),
+                ('status', models.CharField(choices=[('pending', 'waiting for the authorization server'), ('connected', 'Connected'), ('failed', 'Failed'), ('expired', 'Expired')], default='pending', max_length=10)),
+                ('error', models.TextField(blank=True)),
+                ('created_at', models.DateTimeField(auto_now_add=True)),
+                ('finished_at', models.DateTimeField(blank=True, null=True)),
             ],
             options={
-                "db_table": "agent_mcp_authorizations",
-                "ordering": ["-created_at"],
+                'db_table': 'agent_mcp_authorizations',
+                'ordering': ['-created_at'],
             },
         ),
         migrations.CreateModel(
-            name="McpCredential",
+            name='McpCredential',
             fields=[
-                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
-                ("server", models.CharField(max_length=100, unique=True)),
-                ("server_url", models.CharField(max_length=2000)),
-                ("grant", models.CharField(max_length=30)),
-                ("client_sealed", models.TextField(blank=True)),
-                ("tokens_sealed", models.TextField(blank=True)),
-                ("issuer", models.TextField(blank=True)),
-                ("scope", models.TextField(blank=True)),
-                ("expires_at", models.DateTimeField(blank=True, null=True)),
-                ("refreshable", models.BooleanField(default=False)),
-                ("connected_by", models.CharField(blank=True, max_length=150)),
-                ("updated_at", models.DateTimeField(auto_now=True)),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('server', models.CharField(max_length=100, unique=True)),
+                ('server_url', models.CharField(max_length=2000)),
+                ('grant', models.CharField(max_length=30)),
+                ('client_sealed', models.TextField(blank=True)),
+                ('tokens_sealed', models.TextField(blank=True)),
+                ('issuer', models.TextField(blank=True)),
+                ('scope', models.TextField(blank=True)),
+                ('expires_at', models.DateTimeField(blank=True, null=True)),
+                ('refreshable', models.BooleanField(default=False)),
+                ('connected_by', models.CharField(blank=True, max_length=150)),
+                ('updated_at', models.DateTimeField(auto_now=True)),
             ],
             options={
-                "db_table": "agent_mcp_credentials",
+                'db_table': 'agent_mcp_credentials',
             },
         ),
     ]

@@ -6,61 +6,42 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
+
     dependencies = [
-        ("agent", "0012_oauth_credentials"),
+        ('agent', '0012_oauth_credentials'),
     ]
 
     operations = [
         migrations.AddField(
-            model_name="elicitation",
-            name="purpose",
-            field=models.CharField(blank=True, default="form", max_length=20),
+            model_name='elicitation',
+            name='purpose',
+            field=models.CharField(blank=True, default='form', max_length=20),
         ),
         migrations.CreateModel(
-            name="Proposal",
+            name='Proposal',
             fields=[
-                ("id", models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
-                ("correlation_id", models.UUIDField()),
-                ("proposed_by", models.CharField(max_length=150)),
-                ("origin", models.CharField(blank=True, max_length=20)),
-                ("tool_use_id", models.CharField(blank=True, max_length=100)),
-                ("server", models.CharField(max_length=100)),
-                ("tool", models.CharField(max_length=200)),
-                ("target", models.TextField(blank=True)),
-                ("action", models.CharField(blank=True, max_length=40)),
-                ("arguments", models.JSONField(default=dict)),
-                ("sources", models.JSONField(default=list)),
-                (
-                    "status",
-                    models.CharField(
-                        choices=[
-                            ("pending", "waiting for an operator"),
-                            ("approved", "Approved"),
-                            ("rejected", "Rejected"),
-                        ],
-                        default="pending",
-                        max_length=10,
-                    ),
-                ),
-                ("decided_by", models.CharField(blank=True, max_length=150)),
-                ("decided_at", models.DateTimeField(blank=True, null=True)),
-                ("outcome", models.JSONField(default=dict)),
-                ("created_at", models.DateTimeField()),
-                (
-                    "session",
-                    models.ForeignKey(
-                        blank=True,
-                        null=True,
-                        on_delete=django.db.models.deletion.SET_NULL,
-                        related_name="proposals",
-                        to="agent.agentsession",
-                    ),
-                ),
+                ('id', models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
+                ('correlation_id', models.UUIDField()),
+                ('proposed_by', models.CharField(max_length=150)),
+                ('origin', models.CharField(blank=True, max_length=20)),
+                ('tool_use_id', models.CharField(blank=True, max_length=100)),
+                ('server', models.CharField(max_length=100)),
+                ('tool', models.CharField(max_length=200)),
+                ('target', models.TextField(blank=True)),
+                ('action', models.CharField(blank=True, max_length=40)),
+                ('arguments', models.JSONField(default=dict)),
+                ('sources', models.JSONField(default=list)),
+                ('status', models.CharField(choices=[('pending', 'waiting for an operator'), ('approved', 'Approved'), ('rejected', 'Rejected')], default='pending', max_length=10)),
+                ('decided_by', models.CharField(blank=True, max_length=150)),
+                ('decided_at', models.DateTimeField(blank=True, null=True)),
+                ('outcome', models.JSONField(default=dict)),
+                ('created_at', models.DateTimeField()),
+                ('session', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='proposals', to='agent.agentsession')),
             ],
             options={
-                "db_table": "agent_proposals",
-                "ordering": ["-created_at"],
-                "indexes": [models.Index(fields=["status", "-created_at"], name="agent_proposal_status_idx")],
+                'db_table': 'agent_proposals',
+                'ordering': ['-created_at'],
+                'indexes': [models.Index(fields=['status', '-created_at'], name='agent_proposal_status_idx')],
             },
         ),
     ]

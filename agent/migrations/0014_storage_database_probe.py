@@ -4,19 +4,20 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
+
     dependencies = [
-        ("agent", "0013_actions_confirmations_proposals"),
+        ('agent', '0013_actions_confirmations_proposals'),
     ]
 
     operations = [
         migrations.CreateModel(
-            name="DatabaseProbe",
+            name='DatabaseProbe',
             fields=[
-                ("id", models.PositiveSmallIntegerField(primary_key=True, serialize=False)),
-                ("written_at", models.DateTimeField()),
+                ('id', models.PositiveSmallIntegerField(primary_key=True, serialize=False)),
+                ('written_at', models.DateTimeField()),
             ],
             options={
-                "db_table": "agent_database_probe",
+                'db_table': 'agent_database_probe',
             },
         ),
     ]
