@@ -33,6 +33,7 @@ class TestSchedulesListed:
         _run(morning, 53, ScheduleRun.State.SKIPPED, skipped_reason="missed")
         _run(morning, 29, ScheduleRun.State.DONE, verdict="All green.", session=session)
         _run(morning, 5, ScheduleRun.State.SKIPPED, skipped_reason="budget")
+        _run(morning, 2, ScheduleRun.State.SKIPPED, skipped_reason="missed")
         paused = _schedule("certificates", cron="0 9 * * sun", enabled=False)
 
         rows = {row.schedule.name: row for row in selectors.schedules_listed(now=NOW)}
@@ -40,9 +41,10 @@ class TestSchedulesListed:
         digest = rows["morning digest"]
         # 07:00 in Lisbon (UTC+0 in December) the next morning.
         assert digest.next_slot == datetime.datetime(2026, 12, 7, 7, 0, tzinfo=datetime.UTC)
-        assert digest.last_run is not None and digest.last_run.verdict == "All green."
-        assert digest.last_run.session == session
-        assert digest.skipped == 2
+        # A run the budget refused is the last run (that is news); a slot missed while no watcher ran is not.
+        assert digest.last_run is not None and digest.last_run.skipped_reason == "budget"
+        assert digest.last_said == "budget"
+        assert digest.skipped == 3
         assert rows["certificates"].next_slot is None  # paused: no next run
         assert rows["certificates"].last_run is None and rows["certificates"].skipped == 0
         assert paused.pk in {row.schedule.pk for row in rows.values()}
