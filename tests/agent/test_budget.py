@@ -4,6 +4,7 @@ each turn's cost from its usage and the model's price, and the spend shown to op
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from decimal import Decimal
 
@@ -120,8 +121,13 @@ class TestAsk:
         first = manage("ask", "is caddy up?", env=manage_env, timeout=120)
         assert first.returncode == 0, first.stderr
         done = next(line for line in first.stderr.splitlines() if line.startswith("[done]"))
-        # Sonnet: 1,000 in at $3 and 100 out at $15 per million, plus whatever the prompt cache took.
-        assert "tokens in 1000, out 100" in done and "; cost $0.00" in done and "(list price)" in done, done
+        # Sonnet: 1,000 in at $3 and 100 out at $15 per million, plus the prompt cache's writes at $3.75.
+        found = re.search(
+            r"tokens in 1000, out 100, cache read 0, cache write (\d+); cost \$([\d.]+) \(list price\)", done
+        )
+        assert found, done
+        expected = (1_000 * 3 + 100 * 15 + int(found[1]) * 3.75) / 1_000_000
+        assert float(found[2]) == pytest.approx(expected, abs=0.0000005), done
         calls = len(fake_llm.requests)
 
         run: subprocess.CompletedProcess[str] = manage(
