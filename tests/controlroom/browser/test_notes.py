@@ -48,6 +48,8 @@ def test_a_note_saved_on_the_notes_page_is_given_to_the_next_session_and_cited(p
     rows = database.query("SELECT notes_given FROM agent_turns WHERE session_id = %s", (database.uuid(session_id),))
     given = [json.loads(raw) if isinstance(raw, str) else raw for (raw,) in rows]
     assert [[entry["id"] for entry in turn] for turn in given] == [[number]]
+    # The stack is shared: later tests about sonarr are not given this note.
+    database.query("UPDATE agent_notes SET active = %s WHERE id = %s", (False, number))
 
     # The transcript shows the note as used, linked to its page — live, then after a reload.
     used = last_turn(browser_page).locator(".notes-given a.note-link")

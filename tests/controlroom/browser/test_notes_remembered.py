@@ -21,10 +21,15 @@ from tests.fakes.scripted_models import system_text
 pytestmark = pytest.mark.e2e
 
 
-def _notes_with(database: LiveDatabase, words: str) -> list[tuple[object, ...]]:
-    return database.query(
+def _notes_with(database: LiveDatabase, words: str, *, session_id: str | None = None) -> list[tuple[object, ...]]:
+    """The notes holding `words` (from `session_id` only, when given: the live database is shared by
+    every browser test, and others may have saved the same words)."""
+    rows = database.query(
         "SELECT id, author, source_session_id, entities FROM agent_notes WHERE text LIKE %s", (f"%{words}%",)
     )
+    if session_id is None:
+        return rows
+    return [row for row in rows if row[2] is not None and str(uuid.UUID(str(row[2]))) == session_id]
 
 
 def _proposal(database: LiveDatabase, session_id: str) -> tuple[object, ...]:
@@ -60,14 +65,14 @@ def test_remember_that_proposes_a_card_and_one_click_on_save_makes_the_note(page
     expect(rail).to_be_visible()
     expect(rail.locator(".card-ids a")).to_have_attribute("href", re.compile(rf"/ui/s/{session_id}/#turn-"))
     # Proposed is not saved: no note exists before the click.
-    assert _notes_with(database, "/mnt/scratch") == []
+    assert _notes_with(database, "/mnt/scratch", session_id=session_id) == []
     assert _proposal(database, session_id)[1] == "pending"
 
     rail.get_by_role("button", name="Save").click()
 
     expect(inline).to_have_attribute("data-status", "saved")
     expect(inline.locator(".card-stage")).to_contain_text("Saved by operator as [note")
-    ((note_id, author, source_session, entities),) = _notes_with(database, "/mnt/scratch")
+    ((note_id, author, source_session, entities),) = _notes_with(database, "/mnt/scratch", session_id=session_id)
     assert author == "operator" and str(uuid.UUID(str(source_session))) == session_id
     assert (json.loads(entities) if isinstance(entities, str) else entities) == ["service:jellyfin"]
     assert _proposal(database, session_id)[1:] == ("saved", "operator", note_id)
@@ -81,7 +86,7 @@ def test_remember_that_proposes_a_card_and_one_click_on_save_makes_the_note(page
     expect(stale_card).to_have_attribute("data-status", "saved")
     expect(stale_card.get_by_role("button", name="Save")).to_have_count(0)
     stale.close()
-    assert len(_notes_with(database, "/mnt/scratch")) == 1
+    assert len(_notes_with(database, "/mnt/scratch", session_id=session_id)) == 1
     page.assert_clean()
 
 
@@ -138,19 +143,20 @@ def test_a_turn_given_a_note_shows_it_links_its_citation_and_the_export_lists_it
         # ... the turn says so, live, linking it, and the answer's citation is a link to it.
         given = turn.locator(".notes-given")
         expect(given).to_contain_text(f"[note {note_id}] Sonarr indexer timeouts (runbook)")
-        expect(given.locator("a.note-link")).to_have_attribute("href", f"/ui/notes/{note_id}/")
-        cited = turn.locator(".text.md a.note-link")
+        expect(given.locator(f'a.note-link[href="/ui/notes/{note_id}/"]')).to_have_count(1)
+        # (Other tests' notes on sonarr may be cited too: the live database is shared.)
+        cited = turn.locator(f'.text.md a.note-link[href="/ui/notes/{note_id}/"]')
         expect(cited).to_have_text(f"[note {note_id}]")
-        expect(cited).to_have_attribute("href", f"/ui/notes/{note_id}/")
         assert home.evaluate("window.__sameDocument") is True, "the page was reloaded"
         home.reload()
-        expect(last_turn(home).locator(".notes-given a.note-link")).to_have_attribute("href", f"/ui/notes/{note_id}/")
+        expect(last_turn(home).locator(f'.notes-given a.note-link[href="/ui/notes/{note_id}/"]')).to_have_count(1)
 
         session_id = home.url.rstrip("/").rsplit("/", 1)[-1]
         exported = home.request.get(f"/sessions/{session_id}/export.json")
         assert exported.ok, exported.text()
         (fact,) = exported.json()["turns"]
-        assert fact["notes_given"] == [{"id": note_id, "title": "Sonarr indexer timeouts", "runbook": True}]
+        # Runbooks first; other tests' notes on sonarr may follow (the live database is shared).
+        assert fact["notes_given"][0] == {"id": note_id, "title": "Sonarr indexer timeouts", "runbook": True}
         note = home.request.get(f"/sessions/{session_id}/export.md").text()
         assert f"**Notes given:** \\[note {note_id}\\] Sonarr indexer timeouts (runbook)" in note
         page.assert_clean()
