@@ -17,8 +17,9 @@ model made. A confirmation Hermes asks before an execution (agent/engine/actions
 the case, not a person, decides whether that call was right, and it runs against a throwaway sim.
 The models are the run's own list (`models_allowed`), not `HERMES_MODELS`.
 
-Built-in tools (`changes_since`, `a2a_send`) are not offered: they read or reach beyond the case's
-world (Hermes's own change history, real peers), which would make a result depend on the database.
+Built-in tools (`changes_since`, `a2a_send`, `remember`, `notes_search`) are not offered, and no
+operators' notes are recalled into the request: they read or reach beyond the case's world
+(Hermes's own history and notes, real peers), which would make a result depend on the database.
 
 Then the deterministic checks (evals/checks.py), the judge (evals/judge.py), and one `EvalResult`
 row per attempt. A Ctrl-C stops the running turn, keeps the results so far, and the run is marked
@@ -256,6 +257,7 @@ async def attempt_turns(case: Case, *, model: str, actor: str, hub: ToolHub, att
                     budgets=budgets,
                     model=model,
                     models_allowed=(model,),
+                    recall=False,
                     answerer=_confirm_everything if origin == EVAL_ORIGIN else None,
                     may_propose=WatchConfig.from_settings().may_propose if origin == SIGNAL_ORIGIN else False,
                 )

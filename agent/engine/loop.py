@@ -162,15 +162,7 @@ class TurnLoop:
         return self._finish(Turn.Status.DONE, stop_reason)
 
     async def _loop(self) -> str:
-        (tools, unreachable), notes = await asyncio.gather(
-            self.tools.prepare(),
-            db_call(
-                recall_for_turn,
-                turn_id=self.state.turn_id,
-                question=self.state.question,
-                earlier=earlier_question(self.state.messages),
-            ),
-        )
+        (tools, unreachable), notes = await asyncio.gather(self.tools.prepare(), self._notes_recalled())
         self.caller.tools_offer(tools, note="\n\n".join(part for part in (notes, unreachable) if part))
         while not (capped := self._budget_exhausted()):
             stop_reason, tool_uses = await self._model_step(final=False)
@@ -179,6 +171,17 @@ class TurnLoop:
             results = await self.tools.run(tool_uses)
             self.journal.append_behind("user", results)
         return await self._final_answer(capped)
+
+    async def _notes_recalled(self) -> str:
+        """The operators' notes for this turn's question, as the request's block ("" for none)."""
+        if not self.state.recall:
+            return ""
+        return await db_call(
+            recall_for_turn,
+            turn_id=self.state.turn_id,
+            question=self.state.question,
+            earlier=earlier_question(self.state.messages),
+        )
 
     async def _model_step(self, *, final: bool) -> tuple[str, list[Block]]:
         """One model call, its message kept by the journal; its stop reason and the calls it asks for."""

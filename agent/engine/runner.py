@@ -217,6 +217,7 @@ async def turn_start(
     critical: bool = False,
     may_propose: bool = False,
     models_allowed: Collection[str] | None = None,
+    recall: bool = True,
 ) -> TurnHandle:
     """Validate, store the question, and start the turn in its own task.
 
@@ -235,6 +236,9 @@ async def turn_start(
     it the turn uses the model the session was switched to last, or `HERMES_MODEL`. `models_allowed`
     replaces `HERMES_MODELS` for this turn: `manage.py eval` runs the models it was told to compare,
     which an operator need not be offered.
+
+    `recall` gives the turn the operators' notes matching its question (agent/memory/recall.py);
+    an eval's turn goes without, so its result depends on its case alone.
 
     `peer` is what the peer asking (actor `peer:<name>`) may spend and how often it may ask; a peer's
     turn without one gets the defaults (`HERMES_PEER_BUDGET_SHARE`). `critical` marks an
@@ -322,6 +326,7 @@ async def turn_start(
             origin=origin,
             capability=origin_capability(origin, may_propose=may_propose),
             question=question,
+            recall=recall,
         ),
         hub=hub,
         client=client,

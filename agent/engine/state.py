@@ -30,6 +30,8 @@ class TurnState:
     capability: Capability = "write"
     # The question that started the turn, as stored: an operator's own words, when they are.
     question: str = ""
+    # Whether the turn is given the operators' notes matching its question (agent/memory/recall.py).
+    recall: bool = True
     iterations: int = 0
     usage: dict[str, int] = field(default_factory=lambda: dict.fromkeys(USAGE_KEYS, 0))
     text_blocks: int = 0

@@ -137,3 +137,13 @@ class TestTurns:
         assert len(llm.requests[1].body["system"]) == 1
         turn = await database_sync_to_async(Turn.objects.get)(pk=handle.turn_id)
         assert turn.notes_given == []
+
+    async def test_a_turn_started_without_recall_is_given_no_note(self, llm: FakeAnthropic, hub: ToolHub) -> None:
+        await database_sync_to_async(_note)("Sonarr: restart clears it.", entities=["service:sonarr"])
+        llm.enqueue(Reply.text("ok"))
+
+        handle, _ = await ask("why is sonarr slow?", hub, recall=False)
+
+        assert len(llm.requests[0].body["system"]) == 1
+        turn = await database_sync_to_async(Turn.objects.get)(pk=handle.turn_id)
+        assert turn.notes_given == []
