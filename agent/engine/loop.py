@@ -19,6 +19,7 @@ from decimal import Decimal
 from typing import Any
 
 import anthropic
+from django.conf import settings
 
 from agent.conversation.events import Done, Error, Event
 from agent.conversation.history import synthetic_tool_results
@@ -173,8 +174,9 @@ class TurnLoop:
         return await self._final_answer(capped)
 
     async def _notes_recalled(self) -> str:
-        """The operators' notes for this turn's question, as the request's block ("" for none)."""
-        if not self.state.recall:
+        """The operators' notes for this turn's question, as the request's block ("" for none).
+        Recall turned off (for the turn, or `HERMES_RECALL_TOKENS=0`) costs no database hop."""
+        if not self.state.recall or settings.HERMES_RECALL_TOKENS <= 0:
             return ""
         return await db_call(
             recall_for_turn,
